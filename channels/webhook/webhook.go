@@ -1,0 +1,108 @@
+// Package webhook is the HTTP channel: POST /api/messages puts a message
+// into the session from a script, a bridge or cron.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+)
+
+// Session is the part of the hub the webhook uses.
+type Session interface {
+	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
+}
+
+var _ Session = (*hub.SessionManager)(nil)
+
+var channelName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// Handler serves POST /api/messages. Auth is checked in front of it.
+type Handler struct {
+	s        Session
+	maxBytes int64
+}
+
+// New returns a Handler; bodies over maxBytes are refused with 413.
+func New(s Session, maxBytes int64) *Handler { return &Handler{s: s, maxBytes: maxBytes} }
+
+type request struct {
+	Content     string `json:"content"`
+	Channel     string `json:"channel"`
+	From        string `json:"from"`
+	ClientMsgID string `json:"client_msg_id"`
+}
+
+// Response is the body of a 202 (or 200 for an idempotent resend).
+type Response struct {
+	Turn      string `json:"turn"`
+	Seq       int64  `json:"seq,omitempty"`
+	Queued    bool   `json:"queued,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.serve(w, r); err != nil {
+		httpjson.WriteError(w, err)
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return httpjson.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
+	}
+	body := http.MaxBytesReader(w, r.Body, h.maxBytes)
+	var req request
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
+		}
+		return httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
+	}
+	if !utf8.ValidString(req.Content) || !utf8.ValidString(req.From) {
+		return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "content and from must be valid UTF-8")
+	}
+	if req.Channel == "" {
+		req.Channel = event.ChannelWebhook
+	}
+	if !channelName.MatchString(req.Channel) {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_channel", "channel must match ^[a-z][a-z0-9-]{0,31}$")
+	}
+	res, err := h.s.Submit(r.Context(), hub.Input{
+		Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID,
+	})
+	switch {
+	case errors.Is(err, hub.ErrEmpty):
+		return httpjson.Errorf(http.StatusBadRequest, "empty_content", "content is empty")
+	case errors.Is(err, hub.ErrClosed):
+		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case err != nil:
+		return err
+	}
+	switch res.Outcome {
+	case hub.Rejected:
+		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}
+	case hub.Queued:
+		httpjson.Write(w, http.StatusAccepted, Response{Queued: true})
+	case hub.Duplicate:
+		httpjson.Write(w, http.StatusOK, Response{Turn: res.Turn, Seq: res.Echo.Event.Seq, Duplicate: true})
+	default:
+		httpjson.Write(w, http.StatusAccepted, Response{Turn: res.Turn, Seq: res.Echo.Event.Seq})
+	}
+	return nil
+}

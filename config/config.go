@@ -1,0 +1,359 @@
+// Package config loads frontdesk's configuration: Defaults, then the YAML
+// file (unknown keys are errors), then Validate. config.yaml in the
+// repository root is the annotated sample and must match Defaults.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration. Zero values are never used as-is:
+// Load starts from Defaults and Resolve fills derived paths.
+type Config struct {
+	// DataDir holds every file frontdesk writes. Default "data".
+	DataDir  string   `yaml:"data_dir"`
+	Server   Server   `yaml:"server"`
+	Session  Session  `yaml:"session"`
+	Agent    Agent    `yaml:"agent"`
+	Memory   Memory   `yaml:"memory"`
+	Channels Channels `yaml:"channels"`
+}
+
+// Server configures the HTTP listener, auth and WebSocket limits.
+type Server struct {
+	// Addr is the listen address. Default "127.0.0.1:8080".
+	Addr string `yaml:"addr"`
+	// AuthToken, when set, is required on /ws and /api/*. Prefer AuthTokenEnv.
+	AuthToken string `yaml:"auth_token"`
+	// AuthTokenEnv names the environment variable holding the token.
+	// Default FRONTDESK_AUTH_TOKEN. It wins over AuthToken when set and non-empty.
+	AuthTokenEnv string `yaml:"auth_token_env"`
+	// AllowedOrigins are extra WebSocket/API origins besides the page's own,
+	// as full origins ("https://chat.example.com"). Default none.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHosts are extra Host header values accepted besides loopback
+	// names and the listen address (DNS-rebinding defence). Default none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// MaxMessageBytes caps one WebSocket frame and one API body. Default 65536.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// PingIntervalSec is how often idle WebSocket peers are pinged; one that
+	// does not answer within WriteTimeoutSec is dropped. Default 30.
+	PingIntervalSec int `yaml:"ping_interval_sec"`
+	// WriteTimeoutSec bounds writing one frame to a client. Default 10.
+	WriteTimeoutSec int `yaml:"write_timeout_sec"`
+	// ClientQueue is the number of events buffered per client; a client
+	// whose queue fills is dropped (close 1008) and may reconnect. Default 1024.
+	ClientQueue int `yaml:"client_queue"`
+}
+
+// Session configures the hub and the chat log.
+type Session struct {
+	// IdleTimeoutSec: quiet seconds before the reset sequence; 0 disables. Default 1800.
+	IdleTimeoutSec int `yaml:"idle_timeout_sec"`
+	// RetainExchanges is how many user↔assistant exchanges the chat ring
+	// keeps (and a reset keeps). Default 20.
+	RetainExchanges int `yaml:"retain_exchanges"`
+	// ChatLogPath is the chat log. Default <data_dir>/chat_history.ndjson.
+	ChatLogPath string `yaml:"chat_log_path"`
+	// LogRotateMB rotates the chat log at this size. Default 5.
+	LogRotateMB int `yaml:"log_rotate_mb"`
+	// BusyPolicy is reject | queue | interrupt. Default reject.
+	BusyPolicy string `yaml:"busy_policy"`
+	// Fsync is always | interval | never. Default always.
+	Fsync string `yaml:"fsync"`
+	// BufferEvents bounds the in-memory history buffer used for replay. Default 5000.
+	BufferEvents int `yaml:"buffer_events"`
+}
+
+// Agent selects and configures the backend.
+type Agent struct {
+	// Backend is demo | openai | command. Default demo.
+	Backend string  `yaml:"backend"`
+	Demo    Demo    `yaml:"demo"`
+	OpenAI  OpenAI  `yaml:"openai"`
+	Command Command `yaml:"command"`
+}
+
+// Demo configures the offline demo agent.
+type Demo struct {
+	// DelayMS between streamed words. Default 30; 0 streams at once.
+	DelayMS int `yaml:"delay_ms"`
+}
+
+// OpenAI configures an OpenAI-compatible backend (not yet available).
+type OpenAI struct {
+	BaseURL   string `yaml:"base_url"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	Model     string `yaml:"model"`
+}
+
+// Command configures the command backend (not yet available).
+type Command struct {
+	Argv []string `yaml:"argv"`
+}
+
+// Memory configures the memory files.
+type Memory struct {
+	// Dir holds short_term.md and long_term.md. Default <data_dir>/memory.
+	Dir string `yaml:"dir"`
+}
+
+// Channels configures the doors into the session besides the web UI.
+type Channels struct {
+	Console Console `yaml:"console"`
+	Webhook Webhook `yaml:"webhook"`
+	Email   Email   `yaml:"email"`
+}
+
+// Console configures the terminal REPL (not yet available).
+type Console struct {
+	// Enabled is auto | true | false. Default auto.
+	Enabled string `yaml:"enabled"`
+}
+
+// Webhook configures POST /api/messages.
+type Webhook struct {
+	// Enabled mounts POST /api/messages. Default true.
+	Enabled bool `yaml:"enabled"`
+}
+
+// Email configures the email channel (not yet available).
+type Email struct {
+	Enabled   bool     `yaml:"enabled"`
+	Address   string   `yaml:"address"`
+	AllowFrom []string `yaml:"allow_from"`
+	MaxBytes  int64    `yaml:"max_bytes"`
+	IMAP      IMAP     `yaml:"imap"`
+	SMTP      SMTP     `yaml:"smtp"`
+}
+
+// IMAP configures the incoming side of the email channel.
+type IMAP struct {
+	Addr            string `yaml:"addr"`
+	TLS             string `yaml:"tls"`
+	Username        string `yaml:"username"`
+	PasswordEnv     string `yaml:"password_env"`
+	Mailbox         string `yaml:"mailbox"`
+	Idle            bool   `yaml:"idle"`
+	PollIntervalSec int    `yaml:"poll_interval_sec"`
+}
+
+// SMTP configures the outgoing side of the email channel.
+type SMTP struct {
+	Addr        string `yaml:"addr"`
+	TLS         string `yaml:"tls"`
+	Username    string `yaml:"username"`
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// Defaults returns the configuration used when no file sets a key.
+func Defaults() Config {
+	return Config{
+		DataDir: "data",
+		Server: Server{
+			Addr:            "127.0.0.1:8080",
+			AuthTokenEnv:    "FRONTDESK_AUTH_TOKEN",
+			AllowedOrigins:  []string{},
+			AllowedHosts:    []string{},
+			MaxMessageBytes: 65536,
+			PingIntervalSec: 30,
+			WriteTimeoutSec: 10,
+			ClientQueue:     1024,
+		},
+		Session: Session{
+			IdleTimeoutSec:  1800,
+			RetainExchanges: 20,
+			LogRotateMB:     5,
+			BusyPolicy:      "reject",
+			Fsync:           "always",
+			BufferEvents:    5000,
+		},
+		Agent: Agent{
+			Backend: "demo",
+			Demo:    Demo{DelayMS: 30},
+			OpenAI:  OpenAI{APIKeyEnv: "OPENAI_API_KEY"},
+			Command: Command{Argv: []string{}},
+		},
+		Channels: Channels{
+			Console: Console{Enabled: "auto"},
+			Webhook: Webhook{Enabled: true},
+			Email: Email{
+				AllowFrom: []string{},
+				MaxBytes:  1 << 20,
+				IMAP: IMAP{TLS: "starttls", PasswordEnv: "FRONTDESK_IMAP_PASSWORD",
+					Mailbox: "INBOX", Idle: true, PollIntervalSec: 60},
+				SMTP: SMTP{TLS: "starttls", PasswordEnv: "FRONTDESK_SMTP_PASSWORD"},
+			},
+		},
+	}
+}
+
+// Load reads path over Defaults. An empty path, or a missing file when
+// optional is true, yields the defaults. The result is not yet validated.
+func Load(path string, optional bool) (Config, error) {
+	cfg := Defaults()
+	if path == "" {
+		return cfg, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if optional && errors.Is(err, os.ErrNotExist) {
+			return cfg, nil
+		}
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	if err := Decode(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Decode decodes YAML b over cfg. Unknown keys are reported with their full
+// dotted path, line and the keys that are allowed there.
+func Decode(b []byte, cfg *Config) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return err
+	}
+	if len(root.Content) == 0 {
+		return nil // empty file: all defaults
+	}
+	if err := checkKeys(root.Content[0], reflect.TypeOf(*cfg), ""); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// checkKeys walks a mapping node against struct type t.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
+		return nil // type mismatches are left to the decoder's message
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		fields[name] = f.Type
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		ft, ok := fields[k.Value]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for name := range fields {
+				known = append(known, name)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("line %d: unknown key %q; known keys here: %s",
+				k.Line, prefix+k.Value, strings.Join(known, ", "))
+		}
+		if err := checkKeys(v, ft, prefix+k.Value+"."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resolve fills paths left empty from DataDir, so that -data moves everything.
+func (c *Config) Resolve() {
+	if c.Session.ChatLogPath == "" {
+		c.Session.ChatLogPath = filepath.Join(c.DataDir, "chat_history.ndjson")
+	}
+	if c.Memory.Dir == "" {
+		c.Memory.Dir = filepath.Join(c.DataDir, "memory")
+	}
+}
+
+// AuthTokenValue returns the effective auth token: the environment variable
+// named by AuthTokenEnv when set, else AuthToken.
+func (c *Config) AuthTokenValue(getenv func(string) string) string {
+	if c.Server.AuthTokenEnv != "" {
+		if v := getenv(c.Server.AuthTokenEnv); v != "" {
+			return v
+		}
+	}
+	return c.Server.AuthToken
+}
+
+// Validate checks every key and returns all problems at once, each naming
+// the key and how to fix it.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty; the default is \"data\"")
+	}
+	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+		bad("server.addr", "%q is not HOST:PORT (for example 127.0.0.1:8080)", c.Server.Addr)
+	}
+	if c.Server.MaxMessageBytes < 1024 {
+		bad("server.max_message_bytes", "%d is too small; use at least 1024 (default 65536)", c.Server.MaxMessageBytes)
+	}
+	if c.Server.PingIntervalSec < 1 {
+		bad("server.ping_interval_sec", "must be at least 1 (default 30)")
+	}
+	if c.Server.WriteTimeoutSec < 1 {
+		bad("server.write_timeout_sec", "must be at least 1 (default 10)")
+	}
+	if c.Server.ClientQueue < 16 {
+		bad("server.client_queue", "must be at least 16 (default 1024)")
+	}
+	for i, o := range c.Server.AllowedOrigins {
+		if !strings.Contains(o, "://") {
+			bad(fmt.Sprintf("server.allowed_origins[%d]", i), "%q must be a full origin such as https://chat.example.com", o)
+		}
+	}
+	if c.Session.IdleTimeoutSec < 0 {
+		bad("session.idle_timeout_sec", "must be 0 (disabled) or a positive number of seconds")
+	}
+	if c.Session.RetainExchanges < 0 {
+		bad("session.retain_exchanges", "must not be negative (default 20)")
+	}
+	if c.Session.LogRotateMB < 1 {
+		bad("session.log_rotate_mb", "must be at least 1 (default 5)")
+	}
+	if c.Session.BufferEvents < 100 {
+		bad("session.buffer_events", "must be at least 100 (default 5000)")
+	}
+	oneOf(bad, "session.busy_policy", c.Session.BusyPolicy, "reject", "queue", "interrupt")
+	oneOf(bad, "session.fsync", c.Session.Fsync, "always", "interval", "never")
+	oneOf(bad, "agent.backend", c.Agent.Backend, "demo", "openai", "command")
+	if c.Agent.Backend == "openai" || c.Agent.Backend == "command" {
+		bad("agent.backend", "%q is not available in this version yet; use demo", c.Agent.Backend)
+	}
+	if c.Agent.Demo.DelayMS < 0 {
+		bad("agent.demo.delay_ms", "must not be negative (default 30)")
+	}
+	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
+	if c.Channels.Email.Enabled {
+		bad("channels.email.enabled", "the email channel is not available in this version yet; set it to false")
+	}
+	return errors.Join(errs...)
+}
+
+func oneOf(bad func(string, string, ...any), key, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}

@@ -1,0 +1,211 @@
+// Package event defines the one Event schema shared by the WebSocket wire
+// protocol, the chat log and the history tools. It imports nothing of ours.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Type names an event kind. The set is pinned by DESIGN.md.
+type Type string
+
+// Event types. Connected, Synced, Busy and Error are per-connection replies:
+// they carry no seq and never enter history.
+const (
+	Connected  Type = "connected"
+	Synced     Type = "synced"
+	User       Type = "user"
+	Status     Type = "status"
+	Delta      Type = "delta"
+	ToolCall   Type = "tool_call"
+	ToolResult Type = "tool_result"
+	Assistant  Type = "assistant"
+	TurnEnd    Type = "turn_end"
+	Notice     Type = "notice"
+	Reset      Type = "reset"
+	Busy       Type = "busy"
+	Error      Type = "error"
+)
+
+// Persisted reports whether events of type t are written to the chat log.
+func (t Type) Persisted() bool {
+	switch t {
+	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset:
+		return true
+	}
+	return false
+}
+
+// Channels an input can come from. Webhook callers may name their own
+// channel (see ValidChannel).
+const (
+	ChannelWeb     = "web"
+	ChannelConsole = "console"
+	ChannelEmail   = "email"
+	ChannelWebhook = "webhook"
+)
+
+// Turn end statuses.
+const (
+	StatusCompleted   = "completed"
+	StatusCancelled   = "cancelled"
+	StatusError       = "error"
+	StatusInterrupted = "interrupted"
+)
+
+// LogVersion is the value of "v" on every chat-log line.
+const LogVersion = 1
+
+// Event is one item of the session stream. Data holds the type's payload as
+// raw JSON so an event read from the log is written back byte for byte.
+type Event struct {
+	V    int             `json:"v,omitempty"`
+	Seq  int64           `json:"seq,omitempty"`
+	TS   Time            `json:"ts"`
+	Type Type            `json:"type"`
+	Turn string          `json:"turn,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// New builds an event of type t stamped with ts, marshalling data (one of
+// the *Data structs below, or nil). It panics only if data cannot be
+// marshalled, which for the payload types here is a programming error.
+func New(t Type, turn string, ts time.Time, data any) Event {
+	e := Event{TS: Time(ts), Type: t, Turn: turn}
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			panic(fmt.Sprintf("event: marshal %s data: %v", t, err))
+		}
+		e.Data = b
+	}
+	return e
+}
+
+// Decode unmarshals the event's data into v.
+func (e Event) Decode(v any) error {
+	if len(e.Data) == 0 {
+		return fmt.Errorf("%s event has no data", e.Type)
+	}
+	return json.Unmarshal(e.Data, v)
+}
+
+// Time is a timestamp that marshals as RFC 3339 in UTC with exactly three
+// fractional digits, as in "2026-11-22T10:00:00.123Z".
+type Time time.Time
+
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(timeLayout)+2)
+	b = append(b, '"')
+	b = time.Time(t).UTC().AppendFormat(b, timeLayout)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it accepts any RFC 3339 time.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = Time(v)
+	return nil
+}
+
+// Std returns t as a time.Time.
+func (t Time) Std() time.Time { return time.Time(t) }
+
+// UserData is the payload of a user event. From is always present, empty
+// when the channel has no notion of a sender.
+type UserData struct {
+	Channel     string `json:"channel"`
+	From        string `json:"from"`
+	Content     string `json:"content"`
+	ClientMsgID string `json:"client_msg_id,omitempty"`
+}
+
+// TextData is the payload of status, delta and notice events.
+type TextData struct {
+	Text string `json:"text"`
+}
+
+// ToolCallData is the payload of a tool_call event.
+type ToolCallData struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// ToolResultData is the payload of a tool_result event.
+type ToolResultData struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Output string `json:"output"`
+	Error  string `json:"error,omitempty"`
+}
+
+// AssistantData is the payload of an assistant event. Partial is set when
+// the turn was cancelled, failed or interrupted after some text had streamed.
+type AssistantData struct {
+	Content string `json:"content"`
+	Partial bool   `json:"partial,omitempty"`
+}
+
+// Usage counts tokens, when the backend reports them.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// TurnEndData is the payload of a turn_end event.
+type TurnEndData struct {
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Usage      *Usage `json:"usage,omitempty"`
+}
+
+// ResetData is the payload of a reset event.
+type ResetData struct {
+	Reason string `json:"reason"`
+	Kept   int    `json:"kept"`
+}
+
+// ConnectedData is the payload of the first frame on a connection.
+type ConnectedData struct {
+	SessionID  string `json:"session_id"`
+	Generation int64  `json:"generation"`
+	Busy       bool   `json:"busy"`
+	LastSeq    int64  `json:"last_seq"`
+	Resumed    bool   `json:"resumed"`
+}
+
+// SyncedData ends a replay. Gapless is false when the client asked for
+// events the buffer no longer holds and got the whole buffer instead.
+type SyncedData struct {
+	LastSeq int64 `json:"last_seq"`
+	Gapless bool  `json:"gapless"`
+}
+
+// BusyData tells a submitter its input did not start a turn. Queued is true
+// when the input waits to run after the current turn (busy_policy: queue).
+type BusyData struct {
+	Turn    string `json:"turn"`
+	Message string `json:"message"`
+	Queued  bool   `json:"queued,omitempty"`
+}
+
+// ErrorData is the payload of an error reply.
+type ErrorData struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

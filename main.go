@@ -1,0 +1,232 @@
+// Command frontdesk serves one persistent AI assistant with one shared
+// conversation to the web UI, the terminal, email and webhooks.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/channels/webhook"
+	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/web"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "frontdesk:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; tests call it with their own streams. It
+// returns when ctx is cancelled (after a clean shutdown) or on an error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("frontdesk", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "usage: frontdesk [flags]               serve\n"+
+			"       frontdesk version                print the version\n"+
+			"       frontdesk check-config [flags]   validate the configuration\n\nflags:\n")
+		fl.PrintDefaults()
+	}
+	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
+	addr := fl.String("addr", "", "listen address HOST:PORT (overrides server.addr)")
+	dataDir := fl.String("data", "", "data directory (overrides data_dir)")
+
+	cmd := ""
+	rest := args[1:]
+	if len(rest) > 0 && (rest[0] == "version" || rest[0] == "check-config") {
+		cmd, rest = rest[0], rest[1:]
+	}
+	if err := fl.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see frontdesk -h)", fl.Arg(0))
+	}
+	if cmd == "version" {
+		fmt.Fprintln(stdout, "frontdesk", version)
+		return nil
+	}
+
+	cfg, err := loadConfig(*cfgPath, *addr, *dataDir)
+	if err != nil {
+		return err
+	}
+	token := cfg.AuthTokenValue(getenv)
+	if err := checkExposure(cfg.Server.Addr, token, cfg.Server.AuthTokenEnv); err != nil {
+		return err
+	}
+	if cmd == "check-config" {
+		fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
+		return nil
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return serve(ctx, cfg, token, logger, stdout)
+}
+
+func loadConfig(path, addr, dataDir string) (config.Config, error) {
+	optional := path == ""
+	if optional {
+		path = "config.yaml"
+	}
+	cfg, err := config.Load(path, optional)
+	if err != nil {
+		return cfg, err
+	}
+	if addr != "" {
+		cfg.Server.Addr = addr
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid config:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// checkExposure refuses to listen beyond loopback without a token.
+func checkExposure(addr, token, tokenEnv string) error {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if token == "" {
+		return fmt.Errorf("refusing to listen on %s without an auth token: set the %s environment variable "+
+			"(or server.auth_token in the config), or listen on 127.0.0.1", addr, tokenEnv)
+	}
+	return nil
+}
+
+func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Logger, stdout io.Writer) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	tail, skipped, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
+	if err != nil {
+		return fmt.Errorf("read chat log: %w", err)
+	}
+	if skipped > 0 {
+		logger.Warn("skipped malformed chat log lines", "count", skipped)
+	}
+	log, err := history.Open(history.Options{
+		Path: cfg.Session.ChatLogPath, RotateMB: cfg.Session.LogRotateMB, Fsync: cfg.Session.Fsync,
+	})
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+
+	h := hub.New(hub.Config{
+		DataDir:         cfg.DataDir,
+		BusyPolicy:      cfg.Session.BusyPolicy,
+		RetainExchanges: cfg.Session.RetainExchanges,
+		BufferEvents:    cfg.Session.BufferEvents,
+		ClientQueue:     cfg.Server.ClientQueue,
+		Logger:          logger,
+		Restore:         tail,
+	}, log, newAgent(cfg))
+
+	var messages http.Handler
+	if cfg.Channels.Webhook.Enabled {
+		messages = webhook.New(h, cfg.Server.MaxMessageBytes)
+	}
+	wsHandler := ws.New(h, ws.Options{
+		MaxMessageBytes: cfg.Server.MaxMessageBytes,
+		PingInterval:    time.Duration(cfg.Server.PingIntervalSec) * time.Second,
+		WriteTimeout:    time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
+		Logger:          logger,
+	})
+	handler := web.Handler(h, web.Options{
+		Addr:           cfg.Server.Addr,
+		Token:          token,
+		AllowedOrigins: cfg.Server.AllowedOrigins,
+		AllowedHosts:   cfg.Server.AllowedHosts,
+		WS:             wsHandler,
+		Messages:       messages,
+	})
+
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHub()
+	hubErr := make(chan error, 1)
+	go func() { hubErr <- h.Run(hubCtx) }()
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+
+	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
+		version, ln.Addr(), cfg.DataDir, cfg.Agent.Backend)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-hubErr:
+		runErr = err
+		hubErr <- err
+	case err := <-srvErr:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+
+	// Shutdown order: stop taking input (the hub stops: inputs get
+	// ErrClosed, the running turn ends interrupted, the log is synced, every
+	// WebSocket is closed with 1001), then drain HTTP, then close the log.
+	deadline, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	stopHub()
+	select {
+	case err := <-hubErr:
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+	case <-deadline.Done():
+		logger.Error("session hub did not stop in time")
+	}
+	if err := srv.Shutdown(deadline); err != nil {
+		logger.Warn("http shutdown", "err", err)
+		srv.Close()
+	}
+	if err := wsHandler.Wait(deadline); err != nil {
+		logger.Warn("websocket clients did not close in time")
+	}
+	if err := log.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close chat log: %w", err)
+	}
+	return runErr
+}
+
+func newAgent(cfg config.Config) agent.Agent {
+	return &agent.Demo{Delay: time.Duration(cfg.Agent.Demo.DelayMS) * time.Millisecond}
+}

@@ -1,0 +1,245 @@
+// Package web is the HTTP server: the embedded chat UI, /ws, the JSON API,
+// /healthz and /metrics, behind the Host, Origin and token checks.
+package web
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+)
+
+//go:embed static
+var static embed.FS
+
+// Session is the part of the hub the API uses.
+type Session interface {
+	Info(ctx context.Context) (hub.Info, error)
+	Cancel(ctx context.Context) (bool, error)
+}
+
+var _ Session = (*hub.SessionManager)(nil)
+
+// Options configures the server.
+type Options struct {
+	// Addr is the configured listen address; its host is an accepted Host.
+	Addr string
+	// Token, when non-empty, is required on /ws and /api/*.
+	Token string
+	// AllowedOrigins are extra accepted Origin values (full origins).
+	AllowedOrigins []string
+	// AllowedHosts are extra accepted Host header names.
+	AllowedHosts []string
+	// WS serves /ws; Messages serves POST /api/messages (nil: not mounted).
+	WS       http.Handler
+	Messages http.Handler
+	// Registry gets the server's metrics; nil makes a private one.
+	Registry *prometheus.Registry
+}
+
+// Handler returns the root handler.
+func Handler(s Session, o Options) http.Handler {
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	reg.MustRegister(collectors.NewGoCollector(), newSessionCollector(s))
+
+	api := http.NewServeMux()
+	api.Handle("GET /ws", o.WS)
+	if o.Messages != nil {
+		api.Handle("/api/messages", o.Messages)
+	}
+	api.HandleFunc("POST /api/cancel", func(w http.ResponseWriter, r *http.Request) {
+		ok, err := s.Cancel(r.Context())
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": ok})
+	})
+	api.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
+		info, err := s.Info(r.Context())
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, info)
+	})
+	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		httpjson.WriteError(w, httpjson.Errorf(http.StatusNotFound, "not_found", "no such API endpoint: "+r.Method+" "+r.URL.Path))
+	})
+
+	mux := http.NewServeMux()
+	ui, _ := fs.Sub(static, "static")
+	mux.Handle("GET /", securityHeaders(http.FileServerFS(ui)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.Info(r.Context()); err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	g := &guard{o: o}
+	mux.Handle("/ws", g.protect(api))
+	mux.Handle("/api/", g.protect(api))
+	return g.checkHost(mux)
+}
+
+func sessionErr(err error) error {
+	if errors.Is(err, hub.ErrClosed) {
+		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	}
+	return err
+}
+
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// guard applies the security defaults of DESIGN.md.
+type guard struct{ o Options }
+
+// checkHost refuses Host headers that are not ours: a browser tricked by
+// DNS rebinding sends the attacker's name, and same-origin checks alone
+// would pass because the page's origin is that name too.
+func (g *guard) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.hostAllowed(r.Host) {
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusMisdirectedRequest, "bad_host",
+				"host "+r.Host+" is not served here; add it to server.allowed_hosts"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *guard) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	listen, _, _ := net.SplitHostPort(g.o.Addr)
+	if strings.EqualFold(strings.Trim(listen, "[]"), host) {
+		return true
+	}
+	for _, h := range g.o.AllowedHosts {
+		if strings.EqualFold(h, host) || strings.EqualFold(h, hostport) {
+			return true
+		}
+	}
+	// Listening on every interface we cannot know our names; the required
+	// token (enforced at start-up for non-loopback addresses) protects /ws
+	// and /api/* instead, and a rebinding page never has it.
+	if ip := net.ParseIP(strings.Trim(listen, "[]")); (listen == "" || (ip != nil && ip.IsUnspecified())) && g.o.Token != "" {
+		return true
+	}
+	return false
+}
+
+// protect checks Origin and the token for /ws and /api/*.
+func (g *guard) protect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, r.Host) {
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusForbidden, "bad_origin",
+				"origin "+origin+" is not allowed; add it to server.allowed_origins"))
+			return
+		}
+		if g.o.Token != "" && !tokenOK(r, g.o.Token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="frontdesk"`)
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusUnauthorized, "unauthorized",
+				"a valid token is required: send Authorization: Bearer <token> or ?token=<token>"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *guard) originAllowed(origin, host string) bool {
+	for _, o := range g.o.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	// Same origin: the page was served by this Host (which checkHost vetted).
+	// The scheme is not compared so a TLS-terminating proxy in front works.
+	return strings.EqualFold(u.Host, host)
+}
+
+func tokenOK(r *http.Request, want string) bool {
+	got := ""
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		got = strings.TrimPrefix(h, "Bearer ")
+	} else {
+		got = r.URL.Query().Get("token")
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// sessionCollector reports the session's state, asking the hub once per scrape.
+type sessionCollector struct {
+	s                       Session
+	subs, lastSeq, busy, up *prometheus.Desc
+}
+
+func newSessionCollector(s Session) *sessionCollector {
+	return &sessionCollector{
+		s:       s,
+		subs:    prometheus.NewDesc("frontdesk_subscribers", "Clients subscribed to the session stream.", nil, nil),
+		lastSeq: prometheus.NewDesc("frontdesk_last_seq", "Sequence number of the newest event.", nil, nil),
+		busy:    prometheus.NewDesc("frontdesk_busy", "1 while a turn is running.", nil, nil),
+		up:      prometheus.NewDesc("frontdesk_session_up", "1 while the session hub answers.", nil, nil),
+	}
+}
+
+func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.subs
+	ch <- c.lastSeq
+	ch <- c.busy
+	ch <- c.up
+}
+
+func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
+	info, err := c.s.Info(context.Background())
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	busy := 0.0
+	if info.Busy {
+		busy = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(c.subs, prometheus.GaugeValue, float64(info.Subscribers))
+	ch <- prometheus.MustNewConstMetric(c.lastSeq, prometheus.GaugeValue, float64(info.LastSeq))
+	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, busy)
+}
