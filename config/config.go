@@ -229,19 +229,35 @@ func Decode(b []byte, cfg *Config) error {
 	if len(root.Content) == 0 {
 		return nil // empty file: all defaults
 	}
-	if err := checkKeys(root.Content[0], reflect.TypeOf(*cfg), ""); err != nil {
+	keys := map[int]string{} // line → dotted key, to name keys in type errors
+	if err := checkKeys(root.Content[0], reflect.TypeOf(*cfg), "", keys); err != nil {
 		return err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(cfg)
+	var te *yaml.TypeError
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &te):
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			var line int
+			if _, scanErr := fmt.Sscanf(m, "line %d:", &line); scanErr == nil && keys[line] != "" {
+				prefix := fmt.Sprintf("line %d:", line)
+				m = prefix + " " + keys[line] + ":" + strings.TrimPrefix(m, prefix)
+			}
+			msgs[i] = m
+		}
+		return errors.New(strings.Join(msgs, "\n"))
+	default:
 		return err
 	}
-	return nil
 }
 
 // checkKeys walks a mapping node against struct type t.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string, keys map[int]string) error {
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
 		return nil // type mismatches are left to the decoder's message
 	}
@@ -263,7 +279,8 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 			return fmt.Errorf("line %d: unknown key %q; known keys here: %s",
 				k.Line, prefix+k.Value, strings.Join(known, ", "))
 		}
-		if err := checkKeys(v, ft, prefix+k.Value+"."); err != nil {
+		keys[k.Line] = prefix + k.Value
+		if err := checkKeys(v, ft, prefix+k.Value+".", keys); err != nil {
 			return err
 		}
 	}

@@ -84,7 +84,7 @@ func Handler(s Session, o Options) http.Handler {
 
 	mux := http.NewServeMux()
 	ui, _ := fs.Sub(static, "static")
-	mux.Handle("GET /", securityHeaders(http.FileServerFS(ui)))
+	mux.Handle("/", securityHeaders(http.FileServerFS(ui)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Info(r.Context()); err != nil {
 			httpjson.WriteError(w, sessionErr(err))
@@ -108,6 +108,11 @@ func sessionErr(err error) error {
 
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "the UI is read-only; use GET"))
+			return
+		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")

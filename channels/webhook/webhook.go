@@ -3,9 +3,11 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"regexp"
@@ -63,19 +65,23 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 	}
-	body := http.MaxBytesReader(w, r.Body, h.maxBytes)
-	var req request
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBytes))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
 		}
-		return httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
+		return httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
 	}
-	if !utf8.ValidString(req.Content) || !utf8.ValidString(req.From) {
-		return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "content and from must be valid UTF-8")
+	// encoding/json would quietly turn invalid UTF-8 into U+FFFD: refuse it instead.
+	if !utf8.Valid(body) {
+		return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
+	}
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
 	}
 	if req.Channel == "" {
 		req.Channel = event.ChannelWebhook

@@ -1,0 +1,131 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSampleMatchesDefaults(t *testing.T) {
+	got, err := Load("../config.yaml", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Defaults(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("config.yaml differs from Defaults():\n got %+v\nwant %+v", got, want)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	if cfg, err := Load(missing, true); err != nil || !reflect.DeepEqual(cfg, Defaults()) {
+		t.Fatalf("optional missing file: %v", err)
+	}
+	if _, err := Load(missing, false); err == nil {
+		t.Fatal("a missing file named on the command line was accepted")
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown top key", "data_dir: x\nsrever: {}\n", []string{"line 2", `"srever"`, "server"}},
+		{"unknown nested key", "server:\n  addr: 127.0.0.1:1\n  adr: x\n", []string{"line 3", `"server.adr"`, "addr"}},
+		{"unknown deep key", "channels:\n  email:\n    imap:\n      mailbx: X\n", []string{"line 4", `"channels.email.imap.mailbx"`, "mailbox"}},
+		{"wrong type", "session:\n  retain_exchanges: lots\n", []string{"line 2", "session.retain_exchanges", "lots"}},
+		{"not yaml", "server: [\n", []string{"yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			err := Decode([]byte(tc.yaml), &cfg)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeOverridesOnlyWhatIsSet(t *testing.T) {
+	cfg := Defaults()
+	if err := Decode([]byte("session:\n  busy_policy: queue\nchannels:\n  console:\n    enabled: false\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Session.BusyPolicy != "queue" || cfg.Session.RetainExchanges != 20 || cfg.Channels.Console.Enabled != "false" {
+		t.Fatalf("got %+v / %+v", cfg.Session, cfg.Channels.Console)
+	}
+	empty := Defaults()
+	if err := Decode(nil, &empty); err != nil || !reflect.DeepEqual(empty, Defaults()) {
+		t.Fatalf("empty file: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		key    string
+	}{
+		{"bad addr", func(c *Config) { c.Server.Addr = "8080" }, "server.addr"},
+		{"small frames", func(c *Config) { c.Server.MaxMessageBytes = 10 }, "server.max_message_bytes"},
+		{"bad policy", func(c *Config) { c.Session.BusyPolicy = "drop" }, "session.busy_policy"},
+		{"bad fsync", func(c *Config) { c.Session.Fsync = "sometimes" }, "session.fsync"},
+		{"negative idle", func(c *Config) { c.Session.IdleTimeoutSec = -1 }, "session.idle_timeout_sec"},
+		{"rotate zero", func(c *Config) { c.Session.LogRotateMB = 0 }, "session.log_rotate_mb"},
+		{"unknown backend", func(c *Config) { c.Agent.Backend = "gpt" }, "agent.backend"},
+		{"backend not yet", func(c *Config) { c.Agent.Backend = "openai" }, "agent.backend"},
+		{"console", func(c *Config) { c.Channels.Console.Enabled = "yes" }, "channels.console.enabled"},
+		{"email not yet", func(c *Config) { c.Channels.Email.Enabled = true }, "channels.email.enabled"},
+		{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
+		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			tc.mutate(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.key+":") {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.key)
+			}
+		})
+	}
+}
+
+func TestResolveDerivesPathsFromDataDir(t *testing.T) {
+	c := Defaults()
+	c.DataDir = "/srv/fd"
+	c.Resolve()
+	if c.Session.ChatLogPath != "/srv/fd/chat_history.ndjson" || c.Memory.Dir != "/srv/fd/memory" {
+		t.Fatalf("resolved %q, %q", c.Session.ChatLogPath, c.Memory.Dir)
+	}
+	c = Defaults()
+	c.Session.ChatLogPath = "logs/chat.ndjson"
+	c.Resolve()
+	if c.Session.ChatLogPath != "logs/chat.ndjson" {
+		t.Fatalf("explicit path replaced: %q", c.Session.ChatLogPath)
+	}
+}
+
+func TestAuthTokenFromEnv(t *testing.T) {
+	c := Defaults()
+	c.Server.AuthToken = "from-file"
+	env := map[string]string{"FRONTDESK_AUTH_TOKEN": "from-env"}
+	if got := c.AuthTokenValue(func(k string) string { return env[k] }); got != "from-env" {
+		t.Fatalf("token = %q, want from-env", got)
+	}
+	if got := c.AuthTokenValue(os.Getenv); got != "from-file" && os.Getenv("FRONTDESK_AUTH_TOKEN") == "" {
+		t.Fatalf("token = %q, want from-file", got)
+	}
+}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "frontdesk-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "frontdesk")
+	out, err := exec.Command("go", "build", "-ldflags", "-X main.version=test-1.2.3", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running frontdesk binary.
+type proc struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	exited chan error
+}
+
+// startBinary runs the binary with args in dir and waits for its address.
+func startBinary(t *testing.T, dir string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`listening on (http://\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		p.exited <- nil
+	})
+	select {
+	case p.url = <-addr:
+	case err := <-p.exited:
+		t.Fatalf("frontdesk exited before listening: %v\n%s", err, p.stderr)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("frontdesk did not start within 10s\n%s", p.stderr)
+	}
+	return p
+}
+
+func (p *proc) stop(t *testing.T, sig syscall.Signal) (time.Duration, error) {
+	t.Helper()
+	start := time.Now()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return time.Since(start), err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no exit within 10s of %v\n%s", sig, p.stderr)
+	}
+	return 0, nil
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode
+}
+
+func TestBinaryServesAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	// The demo agent streams slowly so SIGTERM lands mid-turn.
+	cfg := filepath.Join(dir, "slow.yaml")
+	os.WriteFile(cfg, []byte("agent:\n  demo:\n    delay_ms: 200\n"), 0o600)
+	p := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+
+	var health map[string]string
+	if code := getJSON(t, p.url+"/healthz", &health); code != 200 || health["status"] != "ok" {
+		t.Fatalf("/healthz = %d %v", code, health)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(p.url, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readType := func(want event.Type) {
+		t.Helper()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", want, err)
+			}
+			var e event.Event
+			json.Unmarshal(b, &e)
+			if e.Type == want {
+				return
+			}
+		}
+	}
+	readType(event.Synced)
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"message","content":"tell me a long story","client_msg_id":"m-1"}`))
+	readType(event.Delta)
+
+	took, err := p.stop(t, syscall.SIGTERM)
+	if err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr)
+	}
+	if took > 5*time.Second {
+		t.Errorf("shutdown took %v, want < 5s", took)
+	}
+	// The client was told the server is going away.
+	for {
+		_, _, err := c.Read(ctx)
+		if err != nil {
+			if got := websocket.CloseStatus(err); got != websocket.StatusGoingAway {
+				t.Fatalf("close status %v (%v), want 1001", got, err)
+			}
+			break
+		}
+	}
+	// The cut turn is marked interrupted in the log, after the input.
+	evs, skipped, err := history.ReadTail(filepath.Join(dir, "state", "chat_history.ndjson"), 100)
+	if err != nil || skipped > 0 {
+		t.Fatalf("read log: %v (skipped %d)", err, skipped)
+	}
+	if len(evs) < 2 || evs[0].Type != event.User || evs[len(evs)-1].Type != event.TurnEnd ||
+		!strings.Contains(string(evs[len(evs)-1].Data), `"interrupted"`) {
+		t.Fatalf("log after SIGTERM: %v", evs)
+	}
+	for _, name := range []string{"state", "state/chat_history.ndjson", "state/session.json"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if st.IsDir() {
+			want = 0o700
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s mode %v, want %v", name, st.Mode().Perm(), want)
+		}
+	}
+
+	// Restarted, the session and the sequence go on.
+	p2 := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	var info struct {
+		SessionID string `json:"session_id"`
+		LastSeq   int64  `json:"last_seq"`
+	}
+	getJSON(t, p2.url+"/api/session", &info)
+	if info.LastSeq != evs[len(evs)-1].Seq {
+		t.Fatalf("last_seq after restart = %d, want %d", info.LastSeq, evs[len(evs)-1].Seq)
+	}
+	if _, err := p2.stop(t, syscall.SIGINT); err != nil {
+		t.Fatalf("exit after SIGINT: %v\n%s", err, p2.stderr)
+	}
+}
+
+func TestRefusesPublicAddressWithoutToken(t *testing.T) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(binary, "-addr", "0.0.0.0:0", "-data", t.TempDir())
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "FRONTDESK_AUTH_TOKEN=")
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		t.Fatal("started on 0.0.0.0 without a token")
+	}
+	if !strings.Contains(stderr.String(), "FRONTDESK_AUTH_TOKEN") {
+		t.Fatalf("message does not name the token variable: %s", stderr.String())
+	}
+	// With a token it starts.
+	p := startBinary(t, t.TempDir(), []string{"FRONTDESK_AUTH_TOKEN=abc"}, "-addr", "0.0.0.0:0", "-data", "d")
+	if _, err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("exit: %v\n%s", err, p.stderr)
+	}
+}
+
+func TestRunSubcommands(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("session:\n  busy_policy: sometimes\n"), 0o600)
+	tests := []struct {
+		name    string
+		args    []string
+		wantOut string
+		wantErr string
+	}{
+		{"version", []string{"version"}, "frontdesk dev", ""},
+		{"check-config defaults", []string{"check-config", "-config", "config.yaml"}, "config ok", ""},
+		{"check-config bad value", []string{"check-config", "-config", bad}, "", "session.busy_policy"},
+		{"missing config file", []string{"check-config", "-config", filepath.Join(dir, "none.yaml")}, "", "no such file"},
+		{"bad flag", []string{"-nope"}, "", "flag provided but not defined"},
+		{"stray argument", []string{"serve"}, "", `unexpected argument "serve"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), append([]string{"frontdesk"}, tc.args...), func(string) string { return "" },
+				strings.NewReader(""), &stdout, &stderr)
+			if tc.wantErr == "" {
+				if err != nil || !strings.Contains(stdout.String(), tc.wantOut) {
+					t.Fatalf("err %v, stdout %q; want %q", err, stdout.String(), tc.wantOut)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error()+stderr.String(), tc.wantErr) {
+				t.Fatalf("err %v (stderr %q), want it to mention %q", err, stderr.String(), tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestVersionFromLdflags(t *testing.T) {
+	out, err := exec.Command(binary, "version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "frontdesk test-1.2.3" {
+		t.Fatalf("version = %q, %v", out, err)
+	}
+}
