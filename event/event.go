@@ -187,6 +187,8 @@ type ConnectedData struct {
 	Busy       bool   `json:"busy"`
 	LastSeq    int64  `json:"last_seq"`
 	Resumed    bool   `json:"resumed"`
+	// MaxMessageBytes is the largest frame the server reads (server.max_message_bytes).
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
 }
 
 // SyncedData ends a replay. Gapless is false when the client asked for
@@ -199,13 +201,16 @@ type SyncedData struct {
 // BusyData tells a submitter its input did not start a turn. Queued is true
 // when the input waits to run after the current turn (busy_policy: queue).
 type BusyData struct {
-	Turn    string `json:"turn"`
-	Message string `json:"message"`
-	Queued  bool   `json:"queued,omitempty"`
+	Turn        string `json:"turn"`
+	Message     string `json:"message"`
+	Queued      bool   `json:"queued,omitempty"`
+	ClientMsgID string `json:"client_msg_id,omitempty"` // the input this answers
 }
 
-// ErrorData is the payload of an error reply.
+// ErrorData is the payload of an error reply. ClientMsgID names the
+// message frame the error answers, when it was one.
 type ErrorData struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	ClientMsgID string `json:"client_msg_id,omitempty"`
 }

@@ -388,7 +388,7 @@ func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
 			return Result{Outcome: Duplicate, Turn: f.Event.Turn, Echo: f}, nil
 		}
 		if m.pending != nil && m.pending.ClientMsgID == in.ClientMsgID {
-			return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id)}, nil
+			return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
 		}
 	}
 	if m.turn == nil {
@@ -398,25 +398,27 @@ func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
 	case PolicyQueue:
 		if old := m.pending; old != nil && old.Notify != nil {
 			old.Notify(event.New(event.Busy, "", m.cfg.Now(), event.BusyData{
-				Turn:    m.turn.id,
-				Message: "A newer message replaced yours in the queue; yours was not sent.",
+				Turn:        m.turn.id,
+				Message:     "A newer message replaced yours in the queue; yours was not sent.",
+				ClientMsgID: old.ClientMsgID,
 			}))
 		}
 		m.pending = &in
-		return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id)}, nil
+		return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
 	case PolicyInterrupt:
 		m.cancelTurn()
 		return m.startTurn(ctx, in)
 	default:
 		return Result{Outcome: Rejected, Turn: m.turn.id, Busy: event.BusyData{
-			Turn:    m.turn.id,
-			Message: "The assistant is still working on the previous message. Wait for it to finish or cancel it.",
+			Turn:        m.turn.id,
+			Message:     "The assistant is still working on the previous message. Wait for it to finish or cancel it.",
+			ClientMsgID: in.ClientMsgID,
 		}}, nil
 	}
 }
 
-func queuedBusy(turn string) event.BusyData {
-	return event.BusyData{Turn: turn, Queued: true,
+func queuedBusy(turn, clientMsgID string) event.BusyData {
+	return event.BusyData{Turn: turn, Queued: true, ClientMsgID: clientMsgID,
 		Message: "The assistant is busy; your message is queued and runs when the current reply ends."}
 }
 
@@ -506,7 +508,7 @@ func (m *SessionManager) startPending(ctx context.Context) {
 		if _, err := m.startTurn(ctx, *p); err != nil {
 			m.cfg.Logger.Error("start queued input", "err", err)
 			if p.Notify != nil {
-				p.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: "internal", Message: err.Error()}))
+				p.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: "internal", Message: err.Error(), ClientMsgID: p.ClientMsgID}))
 			}
 		}
 	}

@@ -230,7 +230,7 @@ func TestBusyPolicies(t *testing.T) {
 		s, _ := subscribe(t, h, 0)
 		submit(t, h, "first", "a")
 		r := submit(t, h, "second", "b")
-		if r.Outcome != Rejected || r.Busy.Turn != "t1" || r.Busy.Message == "" {
+		if r.Outcome != Rejected || r.Busy.Turn != "t1" || r.Busy.Message == "" || r.Busy.ClientMsgID != "b" {
 			t.Fatalf("second = %+v, want Rejected naming t1", r)
 		}
 		g.Release <- struct{}{}
@@ -265,7 +265,7 @@ func TestBusyPolicies(t *testing.T) {
 		}
 		select {
 		case e := <-told:
-			if e.Type != event.Busy || data[event.BusyData](t, e).Queued {
+			if d := data[event.BusyData](t, e); e.Type != event.Busy || d.Queued || d.ClientMsgID != "b" {
 				t.Errorf("replaced submitter told %s %s", e.Type, e.Data)
 			}
 		case <-time.After(5 * time.Second):

@@ -156,8 +156,10 @@ func (cn *conn) reply(e event.Event) {
 	}
 }
 
-func (cn *conn) replyError(code, msg string) {
-	cn.reply(event.New(event.Error, "", time.Now(), event.ErrorData{Code: code, Message: msg}))
+// replyError answers the client alone; clientMsgID names the message frame
+// it answers, if any.
+func (cn *conn) replyError(code, msg, clientMsgID string) {
+	cn.reply(event.New(event.Error, "", time.Now(), event.ErrorData{Code: code, Message: msg, ClientMsgID: clientMsgID}))
 }
 
 // read pushes client frames into the hub until the connection ends.
@@ -172,12 +174,12 @@ func (cn *conn) read(ctx context.Context) {
 			return
 		}
 		if !utf8.Valid(b) {
-			cn.replyError("invalid_utf8", "text frames must be valid UTF-8")
+			cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
 			continue
 		}
 		var f clientFrame
 		if err := json.Unmarshal(b, &f); err != nil {
-			cn.replyError("bad_json", "frame is not a JSON object: "+err.Error())
+			cn.replyError("bad_json", "frame is not a JSON object: "+err.Error(), "")
 			continue
 		}
 		switch f.Type {
@@ -186,7 +188,7 @@ func (cn *conn) read(ctx context.Context) {
 		case "command":
 			cn.command(ctx, f.Action)
 		default:
-			cn.replyError("unknown_type", `unknown frame type "`+f.Type+`"; use "message" or "command"`)
+			cn.replyError("unknown_type", `unknown frame type "`+f.Type+`"; use "message" or "command"`, f.ClientMsgID)
 		}
 	}
 }
@@ -198,10 +200,10 @@ func (cn *conn) submit(ctx context.Context, f clientFrame) {
 	})
 	switch {
 	case errors.Is(err, hub.ErrEmpty):
-		cn.replyError("empty_content", "message content is empty")
+		cn.replyError("empty_content", "message content is empty", f.ClientMsgID)
 		return
 	case err != nil:
-		cn.replyError("internal", "message not accepted: "+err.Error())
+		cn.replyError("internal", "message not accepted: "+err.Error(), f.ClientMsgID)
 		return
 	}
 	switch res.Outcome {
@@ -222,12 +224,12 @@ func (cn *conn) command(ctx context.Context, action string) {
 	case "cancel":
 		ok, err := cn.h.s.Cancel(ctx)
 		if err != nil {
-			cn.replyError("internal", err.Error())
+			cn.replyError("internal", err.Error(), "")
 		} else if !ok {
-			cn.replyError("not_busy", "nothing to cancel: no turn is running")
+			cn.replyError("not_busy", "nothing to cancel: no turn is running", "")
 		}
 	default:
-		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel"`)
+		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel"`, "")
 	}
 }
 
@@ -235,6 +237,7 @@ func (cn *conn) command(ctx context.Context, action string) {
 // pings until the subscription or the connection ends.
 func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snapshot) {
 	now := time.Now()
+	snap.Connected.MaxMessageBytes = cn.h.opts.MaxMessageBytes
 	if !cn.writeEvent(ctx, event.New(event.Connected, "", now, snap.Connected)) {
 		return
 	}

@@ -274,7 +274,7 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 		{"malformed json", []byte(`{"type":`), "bad_json"},
 		{"not an object", []byte(`[1,2]`), "bad_json"},
 		{"unknown type", []byte(`{"type":"dance"}`), "unknown_type"},
-		{"empty content", []byte(`{"type":"message","content":"  "}`), "empty_content"},
+		{"empty content", []byte(`{"type":"message","content":"  ","client_msg_id":"e-1"}`), "empty_content"},
 		{"unknown action", []byte(`{"type":"command","action":"explode"}`), "unknown_action"},
 	}
 	for _, tc := range tests {
@@ -285,6 +285,9 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 			decode(t, f, &d)
 			if f.Type != event.Error || d.Code != tc.code || d.Message == "" || f.Seq != 0 {
 				t.Fatalf("got %s %+v, want error %s", f.Type, d, tc.code)
+			}
+			if tc.code == "empty_content" && d.ClientMsgID != "e-1" {
+				t.Errorf("error does not name the message it answers: %+v", d)
 			}
 		})
 	}
@@ -342,6 +345,9 @@ func TestReconnectWithSinceGetsExactlyTheMissedEvents(t *testing.T) {
 	missed := a.until(event.TurnEnd)
 	b2 := dial(t, fmt.Sprintf("%s?since=%d", s.url, seen))
 	c, replay, synced := b2.join()
+	if c.MaxMessageBytes != 65536 {
+		t.Errorf("connected.max_message_bytes = %d, want 65536", c.MaxMessageBytes)
+	}
 	if !c.Resumed || !synced.Gapless || synced.LastSeq != missed[len(missed)-1].Seq {
 		t.Fatalf("connected %+v synced %+v", c, synced)
 	}

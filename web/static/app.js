@@ -24,6 +24,7 @@ const Core = (() => {
       phase: 'down',       // down | handshake (socket open) | replay (got connected) | live (synced)
       sessionId: null,
       generation: 0,
+      maxFrameBytes: 0,    // server.max_message_bytes from connected (0: not yet known)
       lastSeq: 0,          // highest seq applied to the view
       items: [],           // the conversation, in display order (see newItem)
       byKey: new Map(),    // item key → item, for in-place updates
@@ -31,7 +32,6 @@ const Core = (() => {
       openTurns: [],       // turns started (user event) and not yet ended (turn_end)
       status: '',          // latest status text of the running turn
       cancelRequested: false,
-      gapTurns: new Set(), // turns whose streamed text we partly missed
       pending: [],         // {id, content, state: waiting|sent|queued|failed, note, sends, rev}
       replay: null,        // {info: connected data, events: []} between connected and synced
       lastFrameKind: null, // kind of the last frame we sent ('message' | 'command')
@@ -66,7 +66,7 @@ const Core = (() => {
     const key = 'a:' + (ev.turn || 'none:' + s.nextKey++);
     return s.byKey.get(key) ||
       newItem(s, 'assistant', key, { turn: ev.turn, ts: ev.ts, text: '', streaming: false,
-        final: false, partial: false, ended: false, gap: false });
+        final: false, partial: false, ended: false });
   }
 
   function closeTurn(s, turn) {
@@ -74,8 +74,7 @@ const Core = (() => {
     if (i >= 0) s.openTurns.splice(i, 1);
     // A turn_end for a turn we never saw start ends the "unknown" running turn.
     else s.openTurns = s.openTurns.filter((t) => t !== UNKNOWN_TURN);
-    s.gapTurns.delete(turn);
-    if (!isBusy(s)) { s.status = ''; s.cancelRequested = false; s.gapTurns.clear(); }
+    if (!isBusy(s)) { s.status = ''; s.cancelRequested = false; }
   }
 
   function channelLabel(d) {
@@ -109,8 +108,13 @@ const Core = (() => {
     s.lastFrameKind = 'message';
   }
 
-  function flushPending(s) {
+  function flushPending(s, busy) {
     for (const p of s.pending) {
+      // A queued message (busy_policy: queue) is still in the server's queue
+      // while a turn runs; sending it again would push out whatever replaced
+      // it. With the session idle the queue has drained, and our message was
+      // not echoed (else it would be gone): it was lost, e.g. by a restart.
+      if (p.state === 'queued' && busy) continue;
       if (p.state !== 'waiting' && p.state !== 'queued') continue;
       if (p.sends >= MAX_SENDS) {
         p.state = 'failed';
@@ -162,7 +166,6 @@ const Core = (() => {
         if (b.final || b.ended) break; // a late or repeated chunk; the final text is in
         b.text += String(d.text ?? '');
         b.streaming = true;
-        if (s.gapTurns.has(ev.turn) || s.gapTurns.has(UNKNOWN_TURN)) b.gap = true;
         touch(b);
         break;
       }
@@ -184,7 +187,7 @@ const Core = (() => {
       case 'assistant': {
         const b = assistantBubble(s, ev);
         Object.assign(b, { text: String(d.content ?? ''), final: true, streaming: false,
-          partial: !!d.partial, gap: false, ts: ev.ts });
+          partial: !!d.partial, ts: ev.ts });
         touch(b);
         if (live) s.announce.push('Assistant: ' + b.text);
         break;
@@ -233,10 +236,10 @@ const Core = (() => {
       s.lastSeq = 0;
       s.openTurns = [];
       s.status = '';
-      s.gapTurns.clear();
     }
     s.sessionId = info.session_id ?? s.sessionId;
     s.generation = info.generation ?? s.generation;
+    if (typeof info.max_message_bytes === 'number' && info.max_message_bytes > 0) s.maxFrameBytes = info.max_message_bytes;
 
     for (const ev of events) applyEvent(s, ev, false);
 
@@ -251,23 +254,19 @@ const Core = (() => {
     } else {
       // One turn runs at a time: the latest started one, or one we never saw start.
       s.openTurns = s.openTurns.length ? [s.openTurns[s.openTurns.length - 1]] : [UNKNOWN_TURN];
-      // If deltas are not replayed, text streamed while we were away is missing
-      // from the bubble until the final `assistant` event replaces it.
-      if (!events.some((e) => e.type === 'delta')) {
-        for (const t of s.openTurns) {
-          s.gapTurns.add(t);
-          const b = s.byKey.get('a:' + t);
-          if (b && !b.final) { b.gap = true; touch(b); }
-        }
-      }
     }
 
     s.phase = 'live';
-    flushPending(s);
+    flushPending(s, !!info.busy);
   }
 
   function onBusy(s, d) {
-    const p = oldestInFlight(s);
+    // busy names the message it answers by client_msg_id; the fallback by
+    // kind (queued=true: our oldest in-flight message; queued=false: a queued
+    // message of ours that was replaced, else a rejection) is for servers
+    // that do not send it.
+    const p = (d.client_msg_id && s.pending.find((x) => x.id === d.client_msg_id)) ||
+      (!d.queued && s.pending.find((x) => x.state === 'queued')) || oldestInFlight(s);
     const text = String(d.message || (d.queued ? 'Queued: it will run after the current reply.' : 'The assistant is busy; try again when it is done.'));
     if (p) {
       p.state = d.queued ? 'queued' : 'failed';
@@ -279,7 +278,8 @@ const Core = (() => {
 
   function onError(s, d) {
     const text = String(d.message || d.code || 'error');
-    const p = s.lastFrameKind === 'message' ? oldestInFlight(s) : null;
+    const p = (d.client_msg_id && s.pending.find((x) => x.id === d.client_msg_id)) ||
+      (!d.client_msg_id && s.lastFrameKind === 'message' ? oldestInFlight(s) : null);
     if (p) { p.state = 'failed'; p.note = text; p.rev++; }
     setNote(s, 'error', text);
   }
@@ -367,9 +367,9 @@ if (typeof module !== 'undefined' && module.exports) {
 function startApp() {
   // ───────────────────────────── 2. Shell ─────────────────────────────
   const TOKEN_KEY = 'frontdesk.token';
-  // Client-side guard for the server's default server.max_message_bytes
-  // (64 KiB). The server's real limit is not announced, see the report.
-  const MAX_FRAME_BYTES = 65536;
+  // Client-side guard for server.max_message_bytes: the server announces its
+  // limit in `connected`; 64 KiB (the default) until then.
+  const DEFAULT_MAX_FRAME_BYTES = 65536;
 
   const state = Core.initialState();
   const net = {
@@ -564,8 +564,7 @@ function startApp() {
         // aria-busy keeps screen readers from reading every streamed chunk.
         li.setAttribute('aria-busy', it.streaming ? 'true' : 'false');
         li.querySelector('.text').textContent = it.text;
-        li.querySelector('.flag').textContent = it.partial ? 'The reply was cut short.'
-          : it.gap ? 'Reconnected mid-reply: the full text appears when it is finished.' : '';
+        li.querySelector('.flag').textContent = it.partial ? 'The reply was cut short.' : '';
       },
     },
     tool: {
@@ -782,8 +781,9 @@ function startApp() {
     if (!content.trim()) return;
     const id = newMsgID();
     const bytes = new TextEncoder().encode(JSON.stringify({ type: 'message', content, client_msg_id: id })).length;
-    if (bytes > MAX_FRAME_BYTES) {
-      showNote('error', 'That message is too long (' + Math.ceil(bytes / 1024) + ' KiB; the limit is ' + MAX_FRAME_BYTES / 1024 + ' KiB).');
+    const limit = state.maxFrameBytes || DEFAULT_MAX_FRAME_BYTES;
+    if (bytes > limit) {
+      showNote('error', 'That message is too long (' + Math.ceil(bytes / 1024) + ' KiB; the limit is ' + Math.floor(limit / 1024) + ' KiB).');
       return;
     }
     el.input.value = '';
