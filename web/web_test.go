@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -262,4 +264,23 @@ func TestOriginAndHostChecks(t *testing.T) {
 		t.Fatalf("ws from an allowed origin: %v", err)
 	}
 	c.CloseNow()
+}
+
+// TestUICore runs the UI's reducer tests (dedupe, replay, pending
+// messages) under node: the chat logic is plain JS with no DOM.
+func TestUICore(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is required in CI to test the UI core")
+		}
+		t.Skip("node not installed")
+	}
+	out, err := exec.Command(node, "--test", "uitest/core.test.js").CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "# pass 1") || !strings.Contains(string(out), "# fail 0") {
+		t.Fatalf("unexpected node test output:\n%s", out)
+	}
 }

@@ -1,0 +1,169 @@
+const assert = require('assert');
+const Core = require('../static/app.js');
+const ev = (seq, type, turn, data) => ({ seq, ts: '2026-11-22T10:00:00.000Z', type, turn, data });
+const frame = (s, f) => Core.reduce(s, { type: 'frame', frame: f });
+const connect = (s, info, events, gapless = true) => {
+  Core.reduce(s, { type: 'socket-open' });
+  frame(s, { type: 'connected', data: Object.assign({ session_id: 'S', generation: 1, busy: false, last_seq: 0, resumed: true }, info) });
+  events.forEach((e) => frame(s, e));
+  frame(s, { type: 'synced', data: { last_seq: 0, gapless } });
+};
+const kinds = (s) => s.items.map((i) => i.kind + (i.text !== undefined ? ':' + i.text : i.content !== undefined ? ':' + i.content : ''));
+
+// 1. basic replay + live stream + dedupe
+let s = Core.initialState();
+connect(s, {}, [ev(1, 'user', 't1', { channel: 'web', from: '', content: 'hi' }), ev(2, 'assistant', 't1', { content: 'hello' }), ev(3, 'turn_end', 't1', { status: 'completed', duration_ms: 5 })]);
+assert.deepStrictEqual(kinds(s), ['user:hi', 'assistant:hello']);
+assert.strictEqual(s.lastSeq, 3);
+assert.strictEqual(Core.isBusy(s), false);
+frame(s, ev(4, 'user', 't4', { channel: 'email', from: 'a@b', content: '<script>x</script>' }));
+assert(Core.isBusy(s));
+frame(s, ev(0, 'status', 't4', { text: 'working on it' }));
+frame(s, { ts: 'x', type: 'delta', turn: 't4', data: { text: 'Hel' } });
+frame(s, { ts: 'x', type: 'delta', turn: 't4', data: { text: 'lo' } });
+assert.strictEqual(s.byKey.get('a:t4').text, 'Hello');
+assert(s.byKey.get('a:t4').streaming);
+frame(s, ev(4, 'user', 't4', { channel: 'email', from: 'a@b', content: 'dup' })); // duplicate seq
+assert.strictEqual(s.items.filter((i) => i.kind === 'user').length, 2);
+frame(s, ev(5, 'assistant', 't4', { content: 'Hello there' }));
+frame(s, ev(6, 'turn_end', 't4', { status: 'completed', duration_ms: 50 }));
+assert.strictEqual(s.byKey.get('a:t4').text, 'Hello there');
+assert.strictEqual(Core.isBusy(s), false);
+assert.strictEqual(s.status, '');
+assert.strictEqual(s.items[2].label, 'email · a@b');
+// live announcements were produced
+assert(s.announce.length >= 2);
+
+// 2. reconnect: replay buffered until synced, gapless keeps the view, duplicates ignored
+Core.reduce(s, { type: 'socket-closed' });
+assert.strictEqual(Core.sinceParam(s), 6);
+Core.reduce(s, { type: 'socket-open' });
+frame(s, { type: 'connected', data: { session_id: 'S', generation: 1, busy: false, last_seq: 7, resumed: true } });
+frame(s, ev(6, 'turn_end', 't4', { status: 'completed' }));
+frame(s, ev(7, 'notice', null, { text: 'n7' }));
+assert.strictEqual(s.items.length, 4, 'replay must be buffered until synced');
+frame(s, { type: 'synced', data: { last_seq: 7, gapless: true } });
+assert.deepStrictEqual(kinds(s).slice(-1), ['notice:n7']);
+assert.strictEqual(s.items.length, 5);
+
+// 3. non-gapless: clear and render from scratch
+Core.reduce(s, { type: 'socket-closed' });
+connect(s, { last_seq: 20 }, [ev(15, 'user', 't15', { channel: 'console', from: '', content: 'c' })], false);
+assert.deepStrictEqual(kinds(s), ['user:c']);
+assert.strictEqual(s.lastSeq, 15);
+
+// 4. reset clears the view
+frame(s, ev(16, 'reset', null, { reason: 'idle-timeout', kept: 20 }));
+assert.deepStrictEqual(kinds(s), ['notice:Conversation reset (idle timeout) — kept 20 exchanges']);
+
+// 5. pending: queued offline, sent on synced, removed by echo (even a duplicate echo)
+s = Core.initialState();
+Core.reduce(s, { type: 'submit', id: 'c-1', content: 'offline msg' });
+assert.strictEqual(s.outbox.length, 0);
+assert.strictEqual(s.pending[0].state, 'waiting');
+connect(s, {}, []);
+assert.deepStrictEqual(s.outbox, [{ type: 'message', content: 'offline msg', client_msg_id: 'c-1' }]);
+s.outbox.length = 0;
+// connection dropped before the echo: resent with the same id next time
+Core.reduce(s, { type: 'socket-closed' });
+assert.strictEqual(s.pending[0].state, 'waiting');
+connect(s, {}, [ev(1, 'user', 't1', { channel: 'web', from: '', content: 'offline msg', client_msg_id: 'c-1' })]);
+assert.strictEqual(s.pending.length, 0, 'echo in replay acknowledges');
+assert.strictEqual(s.outbox.length, 0, 'not resent after replay echo');
+Core.reduce(s, { type: 'submit', id: 'c-2', content: 'again' });
+frame(s, ev(1, 'user', 't1', { channel: 'web', client_msg_id: 'c-2', content: 'again' })); // old seq, matching id
+assert.strictEqual(s.pending.length, 0, 'duplicate echo still acknowledges');
+
+// 6. busy reply marks the oldest in-flight message; queued keeps it
+s = Core.initialState();
+connect(s, { busy: true }, []);
+assert(Core.isBusy(s), 'connected.busy');
+Core.reduce(s, { type: 'submit', id: 'a', content: 'A' });
+frame(s, { type: 'busy', data: { turn: 't9', message: 'Busy right now.' } });
+assert.strictEqual(s.pending[0].state, 'failed');
+assert.strictEqual(s.note.text, 'Busy right now.');
+Core.reduce(s, { type: 'submit', id: 'b', content: 'B' });
+frame(s, { type: 'busy', data: { turn: 't9', message: 'Queued.', queued: true } });
+assert.strictEqual(s.pending[1].state, 'queued');
+// unknown running turn ends with any turn_end
+frame(s, ev(10, 'turn_end', 't9', { status: 'cancelled', duration_ms: 1200 }));
+assert(!Core.isBusy(s));
+assert.deepStrictEqual(kinds(s), ['turn_end:Cancelled after 1.2 s.']);
+
+// 7. cancel only while busy and live
+s = Core.initialState();
+connect(s, {}, []);
+Core.reduce(s, { type: 'cancel' });
+assert.strictEqual(s.outbox.length, 0);
+frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'x' }));
+Core.reduce(s, { type: 'cancel' });
+Core.reduce(s, { type: 'cancel' });
+assert.deepStrictEqual(s.outbox, [{ type: 'command', action: 'cancel' }]);
+// error after a command does not fail a pending message
+Core.reduce(s, { type: 'submit', id: 'm', content: 'M' });
+s.lastFrameKind = 'command';
+frame(s, { type: 'error', data: { code: 'x', message: 'nope' } });
+assert.strictEqual(s.pending[0].state, 'sent');
+
+// 8. interrupt ordering: new user before old turn_end keeps busy
+s = Core.initialState();
+connect(s, {}, []);
+frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'a' }));
+frame(s, ev(2, 'user', 't2', { channel: 'web', content: 'b' }));
+frame(s, ev(3, 'turn_end', 't1', { status: 'cancelled' }));
+assert(Core.isBusy(s));
+frame(s, ev(4, 'turn_end', 't2', { status: 'completed' }));
+assert(!Core.isBusy(s));
+
+// 9. after reset, the chat ring's user events without turn_end don't leave us busy
+s = Core.initialState();
+connect(s, { busy: false }, [ev(1, 'user', 't1', { channel: 'web', content: 'a' }), ev(2, 'assistant', 't1', { content: 'b' }), ev(9, 'reset', null, { reason: 'manual', kept: 1 })], false);
+assert(!Core.isBusy(s));
+// busy with a ring: only the last opened turn stays open
+s = Core.initialState();
+connect(s, { busy: true }, [ev(1, 'user', 't1', { channel: 'web', content: 'a' }), ev(3, 'user', 't3', { channel: 'web', content: 'c' })], false);
+assert.deepStrictEqual(s.openTurns, ['t3']);
+
+// 10. partial assistant, mid-stream reconnect marks gap
+s = Core.initialState();
+connect(s, {}, []);
+frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'a' }));
+frame(s, { type: 'delta', turn: 't1', data: { text: 'abc' } });
+Core.reduce(s, { type: 'socket-closed' });
+connect(s, { busy: true, last_seq: 1 }, []);
+frame(s, ev(2, 'assistant', 't1', { content: 'abcdef', partial: true }));
+assert.strictEqual(s.byKey.get('a:t1').text, 'abcdef');
+assert(s.byKey.get('a:t1').partial);
+
+// 11. too many resends -> failed
+s = Core.initialState();
+Core.reduce(s, { type: 'submit', id: 'z', content: 'Z' });
+for (let i = 0; i < Core.MAX_SENDS; i++) { connect(s, {}, []); Core.reduce(s, { type: 'socket-closed' }); }
+connect(s, {}, []);
+assert.strictEqual(s.pending[0].state, 'failed');
+
+// 12. different session id => fresh
+s = Core.initialState();
+connect(s, {}, [ev(5, 'notice', null, { text: 'old' })]);
+Core.reduce(s, { type: 'socket-closed' });
+connect(s, { session_id: 'OTHER', last_seq: 2 }, [ev(1, 'notice', null, { text: 'new' })], true);
+assert.deepStrictEqual(kinds(s), ['notice:new']);
+
+// 13. queue policy: replacement notice (queued=false) hits our queued message, not the new one
+s = Core.initialState();
+connect(s, { busy: true }, []);
+Core.reduce(s, { type: 'submit', id: 'A', content: 'A' });
+frame(s, { type: 'busy', data: { turn: 't1', message: 'queued', queued: true } });
+Core.reduce(s, { type: 'submit', id: 'B', content: 'B' });
+frame(s, { type: 'busy', data: { turn: 't1', message: 'A newer message replaced yours' } });
+frame(s, { type: 'busy', data: { turn: 't1', message: 'queued', queued: true } });
+assert.deepStrictEqual(s.pending.map((p) => p.id + ':' + p.state), ['A:failed', 'B:queued']);
+// reconnect while still busy: queued B is not resent; once idle it is
+s.outbox.length = 0;
+Core.reduce(s, { type: 'socket-closed' });
+connect(s, { busy: true }, []);
+assert.strictEqual(s.outbox.length, 0);
+Core.reduce(s, { type: 'socket-closed' });
+connect(s, { busy: false }, []);
+assert.deepStrictEqual(s.outbox.map((f) => f.client_msg_id), ['B']);
+console.log('all core tests passed');
