@@ -1,13 +1,11 @@
 package history
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,78 +63,133 @@ func Parts(path string) ([]string, error) {
 
 // ReadTail returns the last limit events of the chat log, oldest first,
 // reading backwards from the end of the live file and then older parts
-// only as far as needed. Malformed or partial lines are skipped and counted.
-// A missing log yields no events.
+// only as far as needed. Malformed or partial lines are skipped and counted
+// (so is a damaged .gz part). A missing log yields no events.
 func ReadTail(path string, limit int) ([]event.Event, int, error) {
-	parts, err := Parts(path)
-	if err != nil {
-		return nil, 0, err
+	evs, st, err := NewReader(path).Recent(limit)
+	return evs, st.Skipped, err
+}
+
+// Recent returns the last n events of the chat log, oldest first. It reads
+// the live file backwards from its end, and older parts only as far as it
+// must; a .gz part, which cannot be read backwards, is decompressed whole.
+// n ≤ 0 returns nothing.
+func (r *Reader) Recent(n int) ([]event.Event, Stats, error) {
+	var st Stats
+	if n <= 0 {
+		return nil, st, nil
 	}
+	// Usually the live file alone holds them, and no listing is needed:
+	// whatever file the path names now is the newest.
+	if f, err := os.Open(r.path); err == nil {
+		var rev []event.Event
+		skipped, err := readPartBackwards(f, false, n, func(e event.Event) bool {
+			if len(rev) > 0 && e.Seq >= rev[len(rev)-1].Seq {
+				return false
+			}
+			rev = append(rev, e)
+			return true
+		})
+		f.Close()
+		if err == nil && len(rev) == n {
+			slices.Reverse(rev)
+			return rev, Stats{Skipped: skipped, Parts: 1}, nil
+		}
+	}
+	parts, err := listParts(r.path)
+	if err != nil {
+		return nil, st, err
+	}
+	defer closeParts(parts)
 	var rev []event.Event // newest first
-	skipped := 0
-	for _, p := range parts {
-		if len(rev) >= limit {
+	last := int64(math.MaxInt64)
+	for i := range parts {
+		if len(rev) >= n {
 			break
 		}
-		n, err := readPartBackwards(p, limit-len(rev), func(e event.Event) { rev = append(rev, e) })
-		skipped += n
+		p := &parts[i]
+		f, gz, err := p.open()
+		if errors.Is(err, errPartGone) {
+			st.Skipped++
+			continue
+		}
 		if err != nil {
-			return nil, skipped, err
+			return nil, st, fmt.Errorf("read %s: %w", p.path, err)
+		}
+		st.Parts++
+		skipped, err := readPartBackwards(f, gz, n-len(rev), func(e event.Event) bool {
+			if e.Seq >= last {
+				return false // out of order: a duplicate part
+			}
+			last = e.Seq
+			rev = append(rev, e)
+			return true
+		})
+		p.done(f)
+		st.Skipped += skipped
+		if err != nil {
+			return nil, st, fmt.Errorf("read %s: %w", p.path, err)
 		}
 	}
 	slices.Reverse(rev)
-	return rev, skipped, nil
+	return rev, st, nil
 }
 
 // readPartBackwards calls fn with up to limit events of one part, newest
-// first, and returns how many lines it skipped.
-func readPartBackwards(path string, limit int, fn func(event.Event)) (int, error) {
+// first, and returns how many lines it skipped (plus one if the part is a
+// damaged .gz). fn reports whether it took the event.
+func readPartBackwards(f *os.File, gz bool, limit int, fn func(event.Event) bool) (int, error) {
 	skipped := 0
 	take := func(line []byte) bool {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			return true
 		}
-		var e event.Event
-		if err := json.Unmarshal(line, &e); err != nil || e.Seq <= 0 || e.Type == "" {
+		e, ok := decodeLine(line)
+		if !ok {
 			skipped++
 			return true
 		}
-		fn(e)
-		limit--
+		if fn(e) {
+			limit--
+		}
 		return limit > 0
 	}
-	if strings.HasSuffix(path, ".gz") {
-		// A gzip stream cannot be read backwards; parts are small (log_rotate_mb).
-		lines, err := gzipLines(path)
+	if gz {
+		data, damaged, err := readGz(f, nil)
 		if err != nil {
-			skipped++ // a truncated or corrupt part: keep what was readable
+			return 0, err
 		}
-		for i := len(lines) - 1; i >= 0; i-- {
-			if !take(lines[i]) {
+		if damaged {
+			skipped++ // keep what was readable
+		}
+		for len(data) > 0 {
+			i := bytes.LastIndexByte(data, '\n')
+			if !take(data[i+1:]) {
 				break
 			}
+			data = data[:max(i, 0)]
 		}
 		return skipped, nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err
 	}
-	const chunk = 64 << 10
+	// Most calls want a few events from the end: start small.
+	chunk := int64(16 << 10)
 	end := st.Size()
 	var carry []byte // the start of a line whose beginning is in an earlier chunk
-	buf := make([]byte, chunk)
+	var buf []byte
 	for end > 0 {
 		start := max(0, end-chunk)
+		if int64(cap(buf)) < end-start {
+			buf = make([]byte, end-start)
+		}
+		chunk = min(2*chunk, 1<<20)
 		n, err := f.ReadAt(buf[:end-start], start)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return skipped, fmt.Errorf("read %s: %w", path, err)
+			return skipped, err
 		}
 		data := append(buf[:n:n], carry...)
 		for {
@@ -154,23 +207,4 @@ func readPartBackwards(path string, limit int, fn func(event.Event)) (int, error
 	}
 	take(carry)
 	return skipped, nil
-}
-
-func gzipLines(path string) ([][]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	var lines [][]byte
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		lines = append(lines, append([]byte(nil), sc.Bytes()...))
-	}
-	return lines, sc.Err()
 }
