@@ -1,0 +1,539 @@
+package memory
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// Limits that keep Extractive linear and bounded on hostile input (a pasted
+// 1 MiB log, thousands of one-word lines).
+const (
+	maxScanBytes       = 64 << 10 // of each message; the rest is not read
+	maxMessageSentence = 400      // sentences considered per message
+	maxSentenceRunes   = 300      // a longer sentence is cut at a word with "…"
+	minUsefulRunes     = 12       // shortest cut-down sentence worth writing
+	minRelativeScore   = 0.2      // of the best sentence's score, to be picked
+)
+
+// Extractive is the offline summary: it picks the most informative
+// sentences of the user and assistant events in transcript and returns them
+// in chronological order as Markdown bullets, one per message, as in
+//
+//   - user (web): My flight to Lisbon is on 3 May at 07:15.
+//   - assistant: I will remind you on 2 May. … The hotel is booked.
+//
+// where " … " joins sentences that were not next to each other. It needs no
+// model, and the same transcript always gives the same text.
+//
+// Sentences are scored by their content words, each weighted by how often
+// it comes up in the conversation and how few messages it is in (so a
+// reply's boilerplate does not crowd out the facts); user statements, and
+// sentences with numbers, names, addresses or "remember"-like cues, count
+// more; questions and repeated assistant phrasing count less. Fenced code
+// blocks are skipped, and only the first 64 KiB of each message is read.
+//
+// The result has at most maxChars characters (runes), with no trailing
+// newline; maxChars <= 0 means ExtractiveChars. It is "" when there is
+// nothing to say or maxChars is too small for even one short bullet.
+func Extractive(transcript []event.Event, maxChars int) string {
+	if maxChars <= 0 {
+		maxChars = ExtractiveChars
+	}
+	msgs := extractMessages(conversation(transcript))
+	cands := scoreSentences(msgs)
+	if len(cands) == 0 {
+		return ""
+	}
+
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch sa, sb := cands[a].score, cands[b].score; {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return a - b // earlier first on a tie
+	})
+
+	if cands[order[0]].score <= 0 {
+		return "" // only boilerplate
+	}
+	// Filler that merely fits is left out: a sentence must score at least
+	// a fraction of the best one.
+	floor := cands[order[0]].score * minRelativeScore
+	used := 0
+	var chosen []int
+	hasBullet := make(map[int]bool) // message index → already has a bullet
+	for _, ci := range order {
+		c := &cands[ci]
+		if c.score <= 0 || c.score < floor {
+			break
+		}
+		if nearDuplicate(c, cands, chosen) {
+			continue
+		}
+		cost := utf8.RuneCountInString(c.text)
+		if hasBullet[c.msg] {
+			cost += utf8.RuneCountInString(" … ")
+		} else {
+			cost += utf8.RuneCountInString(bulletPrefix(msgs[c.msg].label)) + 1 // + newline
+		}
+		if used+cost > maxChars {
+			continue
+		}
+		used += cost
+		chosen = append(chosen, ci)
+		hasBullet[c.msg] = true
+	}
+	if len(chosen) == 0 {
+		// Nothing fits whole: cut the best sentence down to the budget.
+		c := &cands[order[0]]
+		room := maxChars - utf8.RuneCountInString(bulletPrefix(msgs[c.msg].label))
+		if room < minUsefulRunes {
+			return ""
+		}
+		c.text = cutRunes(c.text, room)
+		chosen = append(chosen, order[0])
+	}
+	slices.Sort(chosen) // candidates are in chronological order
+
+	var b strings.Builder
+	for i, ci := range chosen {
+		c := cands[ci]
+		switch {
+		case i > 0 && cands[chosen[i-1]].msg == c.msg:
+			if chosen[i-1] == ci-1 && cands[ci-1].msg == c.msg && cands[ci-1].pos+1 == c.pos {
+				b.WriteString(" ")
+			} else {
+				b.WriteString(" … ")
+			}
+		default:
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(bulletPrefix(msgs[c.msg].label))
+		}
+		b.WriteString(c.text)
+	}
+	return b.String()
+}
+
+func bulletPrefix(label string) string { return "- " + label + ": " }
+
+// message is one user or assistant event, ready for scoring.
+type message struct {
+	label     string // "user (web)", "user (email, ann@example.com)", "assistant"
+	user      bool
+	sentences []string
+}
+
+func extractMessages(conv []event.Event) []message {
+	msgs := make([]message, 0, len(conv))
+	for _, e := range conv {
+		var m message
+		var content string
+		switch e.Type {
+		case event.User:
+			var d event.UserData
+			_ = e.Decode(&d)
+			m.user, content = true, d.Content
+			var tags []string
+			if ch := oneLine(d.Channel); ch != "" {
+				tags = append(tags, ch)
+			}
+			if from := oneLine(d.From); from != "" {
+				tags = append(tags, from)
+			}
+			m.label = "user"
+			if len(tags) > 0 {
+				m.label += " (" + strings.Join(tags, ", ") + ")"
+			}
+		case event.Assistant:
+			var d event.AssistantData
+			_ = e.Decode(&d)
+			m.label, content = "assistant", d.Content
+		}
+		m.sentences = splitSentences(content)
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// splitSentences returns the prose sentences of a message: Markdown list,
+// quote and heading markers removed, fenced code skipped, whitespace
+// collapsed, each cut to maxSentenceRunes.
+func splitSentences(content string) []string {
+	if len(content) > maxScanBytes {
+		content = content[:maxScanBytes]
+		for len(content) > 0 && !utf8.RuneStart(content[len(content)-1]) {
+			content = content[:len(content)-1]
+		}
+		content = strings.ToValidUTF8(content, "") // drop a rune cut in half
+	}
+	var out []string
+	inFence := false
+	for line := range strings.Lines(content) {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
+			inFence = !inFence
+			continue
+		}
+		if inFence || line == "" {
+			continue
+		}
+		line = stripMarkers(line)
+		for _, s := range sentencesOf(line) {
+			s = strings.Join(strings.Fields(s), " ")
+			if s == "" || !hasLetterOrDigit(s) {
+				continue
+			}
+			out = append(out, cutAtWord(s, maxSentenceRunes))
+			if len(out) == maxMessageSentence {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// stripMarkers removes leading Markdown block markers and emphasis.
+func stripMarkers(line string) string {
+	for {
+		before := line
+		line = strings.TrimLeft(line, "#>")
+		line = strings.TrimSpace(line)
+		for _, p := range []string{"- ", "* ", "+ ", "• "} {
+			line = strings.TrimPrefix(line, p)
+		}
+		// "1. " or "12) "
+		if i := strings.IndexFunc(line, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && i+1 < len(line) &&
+			(line[i] == '.' || line[i] == ')') && line[i+1] == ' ' {
+			line = line[i+2:]
+		}
+		if line == before {
+			break
+		}
+	}
+	line = strings.ReplaceAll(line, "**", "")
+	line = strings.ReplaceAll(line, "__", "")
+	return line
+}
+
+// abbreviations whose trailing period does not end a sentence.
+var abbreviations = map[string]bool{
+	"e.g": true, "i.e": true, "mr": true, "mrs": true, "ms": true, "dr": true,
+	"vs": true, "st": true, "no": true, "approx": true, "ca": true, "cf": true,
+}
+
+// sentencesOf splits one line after '.', '!', '?', '…' (and their CJK
+// forms) followed by a space or the end, keeping the punctuation.
+func sentencesOf(line string) []string {
+	var out []string
+	start := 0
+	for i, r := range line {
+		switch r {
+		case '.', '!', '?', '…', '。', '！', '？':
+		default:
+			continue
+		}
+		end := i + utf8.RuneLen(r)
+		cjk := r == '。' || r == '！' || r == '？'
+		if end < len(line) && !cjk && line[end] != ' ' && line[end] != '\t' {
+			continue // "3.5", "example.com", "?!"
+		}
+		if r == '.' {
+			word := line[start:i]
+			if j := strings.LastIndexAny(word, " \t(\"'“"); j >= 0 {
+				word = word[j+1:]
+			}
+			if abbreviations[strings.ToLower(word)] || (utf8.RuneCountInString(word) == 1 && unicode.IsUpper([]rune(word)[0])) {
+				continue // "e.g. ", "Dr. ", "J. Smith"
+			}
+		}
+		out = append(out, line[start:end])
+		start = end
+	}
+	if start < len(line) {
+		out = append(out, line[start:])
+	}
+	return out
+}
+
+// candidate is one sentence with its score. Candidates are kept in
+// chronological order: by message, then position in the message.
+type candidate struct {
+	msg, pos int
+	text     string
+	words    []string // distinct content words, in order of appearance
+	score    float64
+}
+
+func scoreSentences(msgs []message) []candidate {
+	var cands []candidate
+	seen := make(map[string]bool)         // role + normalised sentence → already a candidate
+	assistantKeys := make(map[string]int) // normalised assistant sentence → messages it is in
+	for _, m := range msgs {
+		if m.user {
+			continue
+		}
+		inMsg := make(map[string]bool)
+		for _, s := range m.sentences {
+			k := templateKey(s)
+			if !inMsg[k] {
+				inMsg[k] = true
+				assistantKeys[k]++
+			}
+		}
+	}
+
+	tf := make(map[string]int) // content word → occurrences across distinct sentences
+	df := make(map[string]int) // content word → messages containing it
+	type feat struct {
+		question, number, name, firstPerson, cue, template bool
+	}
+	var feats []feat
+	for mi, m := range msgs {
+		inMsg := make(map[string]bool)
+		for pi, s := range m.sentences {
+			// Keep the first of repeated sentences: the user's exact
+			// repeats, and the assistant's repeated phrasing (boilerplate).
+			key := templateKey(s)
+			dup := "u\x00" + strings.ToLower(s)
+			if !m.user {
+				dup = "a\x00" + key
+			}
+			if seen[dup] {
+				continue
+			}
+			seen[dup] = true
+
+			toks := tokens(s)
+			var words []string
+			var f feat
+			for _, t := range toks {
+				switch {
+				case firstPerson[t]:
+					f.firstPerson = true
+				case cues[t]:
+					f.cue = true
+				}
+				if !isContentWord(t) || slices.Contains(words, t) {
+					continue
+				}
+				words = append(words, t)
+			}
+			if len(words) == 0 {
+				continue // "ok, thanks!"
+			}
+			for _, w := range words {
+				tf[w]++
+				if !inMsg[w] {
+					inMsg[w] = true
+					df[w]++
+				}
+			}
+			f.question = strings.HasSuffix(s, "?") || strings.HasSuffix(s, "？")
+			f.number = strings.ContainsFunc(s, unicode.IsDigit)
+			f.name = hasName(s)
+			f.template = !m.user && assistantKeys[key] > 1
+			cands = append(cands, candidate{msg: mi, pos: pi, text: s, words: words})
+			feats = append(feats, f)
+		}
+	}
+
+	n := float64(len(msgs))
+	for i := range cands {
+		c, f := &cands[i], feats[i]
+		var sum float64
+		for _, w := range c.words {
+			sum += (1 + math.Log(float64(tf[w]))) * math.Log(1+n/float64(df[w]))
+		}
+		score := sum / math.Sqrt(float64(len(c.words)))
+		user := msgs[c.msg].user
+		switch {
+		case user && !f.question:
+			score *= 1.6
+		case user:
+			score *= 1.15
+		case f.question:
+			score *= 0.6
+		}
+		if f.number {
+			score *= 1.3
+		}
+		if f.name {
+			score *= 1.2
+		}
+		if f.cue {
+			score *= 1.25
+		}
+		if user && f.firstPerson {
+			score *= 1.15
+		}
+		if len(c.words) < 3 {
+			score *= 0.6
+		}
+		if f.template {
+			// Said (near enough) the same way in several replies: the
+			// backend's boilerplate, not something this conversation said.
+			score = 0
+		}
+		c.score = score
+	}
+	return cands
+}
+
+// nearDuplicate reports whether c says mostly what a chosen sentence says:
+// at least 70% of the smaller word set is shared.
+func nearDuplicate(c *candidate, cands []candidate, chosen []int) bool {
+	for _, ci := range chosen {
+		o := &cands[ci]
+		shared := 0
+		for _, w := range c.words {
+			if slices.Contains(o.words, w) {
+				shared++
+			}
+		}
+		if small := min(len(c.words), len(o.words)); small > 0 && float64(shared) >= 0.7*float64(small) {
+			return true
+		}
+	}
+	return false
+}
+
+// templateKey normalises a sentence so that the same phrasing with
+// different quotes, numbers or plurals compares equal: "You said “hi” (1
+// word)." and "You said “hello there” (2 words)." share a key.
+func templateKey(s string) string {
+	var b strings.Builder
+	quote := rune(0)
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+			continue
+		case r == '“':
+			quote = '”'
+			continue
+		case r == '«':
+			quote = '»'
+			continue
+		case r == '"':
+			quote = '"'
+			continue
+		case unicode.IsDigit(r):
+			r = '#'
+		}
+		b.WriteRune(r)
+	}
+	words := strings.Fields(b.String())
+	for i, w := range words {
+		words[i] = strings.TrimSuffix(w, "s") // "1 word", "2 words"
+	}
+	return strings.Join(words, " ")
+}
+
+// tokens returns the lower-cased words of s: runs of letters and digits.
+func tokens(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+func isContentWord(t string) bool {
+	if stopwords[t] {
+		return false
+	}
+	return utf8.RuneCountInString(t) >= 3 || strings.ContainsFunc(t, unicode.IsDigit)
+}
+
+// hasName reports whether s has a capitalised word after its first word
+// (other than "I"), an acronym, an e-mail address or a URL.
+func hasName(s string) bool {
+	if strings.Contains(s, "@") || strings.Contains(s, "://") {
+		return true
+	}
+	for i, w := range strings.Fields(s) {
+		w = strings.TrimFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		r, _ := utf8.DecodeRuneInString(w)
+		if w == "" || w == "I" || !unicode.IsUpper(r) {
+			continue
+		}
+		if i > 0 || (utf8.RuneCountInString(w) > 1 && strings.ToUpper(w) == w) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLetterOrDigit(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
+}
+
+// cutAtWord shortens s to at most n runes, at a space where one is near,
+// ending with "…".
+func cutAtWord(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n-1]
+	if i := strings.LastIndexByte(string(r), ' '); i > len(string(r))*2/3 {
+		return strings.TrimRight(string(r)[:i], " ,;:") + "…"
+	}
+	return string(r) + "…"
+}
+
+// cutRunes shortens s to at most n runes (n >= 1), ending with "…".
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return cutAtWord(s, n)
+}
+
+var firstPerson = setOf("i", "i'm", "im", "my", "me", "mine", "we", "our", "us")
+
+// cues mark sentences people say when they want something kept.
+var cues = setOf("remember", "important", "prefer", "prefers", "always", "never",
+	"deadline", "due", "birthday", "allergic", "name", "called", "lives", "live",
+	"works", "work", "favourite", "favorite", "decided", "agreed", "todo", "must")
+
+var stopwords = setOf(
+	"a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
+	"are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+	"but", "by", "can", "could", "did", "do", "does", "doing", "don", "done", "down", "during",
+	"each", "else", "even", "ever", "few", "for", "from", "further", "get", "got", "had", "has",
+	"have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how",
+	"however", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "like",
+	"ll", "may", "me", "might", "more", "most", "much", "must", "my", "myself", "no", "nor",
+	"not", "now", "of", "off", "ok", "okay", "on", "once", "one", "only", "or", "other", "our",
+	"ours", "ourselves", "out", "over", "own", "please", "re", "really", "said", "same", "say",
+	"says", "see", "she", "should", "so", "some", "still", "such", "sure", "than", "thank",
+	"thanks", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these",
+	"they", "thing", "things", "think", "this", "those", "through", "to", "too", "under",
+	"until", "up", "us", "use", "ve", "very", "want", "was", "way", "we", "well", "were",
+	"what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would",
+	"yes", "yet", "you", "your", "yours", "yourself", "yourselves",
+	// pleasantries
+	"hello", "hey", "hi", "bye", "goodbye", "welcome", "sorry", "great", "nice", "cool",
+	"fine", "awesome", "perfect", "cheers", "glad", "happy", "help",
+)
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
