@@ -34,6 +34,10 @@ type Request struct {
 	Context []event.Event
 	// Tools the backend may call.
 	Tools []Tool
+	// Notes are system-level remarks for this turn (e.g. that older
+	// conversation is reachable with the history tools, or that the input
+	// is untrusted email); backends put them into the system prompt.
+	Notes []string
 }
 
 // Reply is the outcome of a completed turn.

@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,16 +94,51 @@ type Demo struct {
 	DelayMS int `yaml:"delay_ms"`
 }
 
-// OpenAI configures an OpenAI-compatible backend (not yet available).
+// OpenAI configures the openai backend: any OpenAI-compatible chat
+// completions endpoint (OpenAI, Ollama, llama.cpp server, vLLM).
 type OpenAI struct {
-	BaseURL   string `yaml:"base_url"`
+	// BaseURL is the API root, usually ending in /v1, for example
+	// http://127.0.0.1:11434/v1 for Ollama. Empty means https://api.openai.com/v1.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the API key. Default
+	// OPENAI_API_KEY. An unset or empty variable sends no key (local servers).
 	APIKeyEnv string `yaml:"api_key_env"`
-	Model     string `yaml:"model"`
+	// Model is the model name the server knows (gpt-4o-mini, llama3.2).
+	// Required when backend is openai.
+	Model string `yaml:"model"`
+	// SystemPrompt opens every request; the turn's notes and the long-term
+	// memory follow it. Default: a short frontdesk prompt.
+	SystemPrompt string `yaml:"system_prompt"`
+	// Temperature is sent when set (0 to 2); null (the default) leaves it to the server.
+	Temperature *float64 `yaml:"temperature"`
+	// MaxTokens caps one reply; 0 (the default) leaves it to the server.
+	MaxTokens int `yaml:"max_tokens"`
+	// RequestTimeoutSec is the longest wait for the server to start
+	// answering, and between two streamed chunks. Default 120.
+	RequestTimeoutSec int `yaml:"request_timeout_sec"`
+	// MaxToolSteps bounds the tool rounds (tool calls → results → next
+	// request) in one turn; 0 offers no tools. Default 8.
+	MaxToolSteps int `yaml:"max_tool_steps"`
+	// ContextBudgetTokens bounds the prompt (system prompt, notes, memory,
+	// recent conversation, input), estimated as bytes/4; the oldest
+	// exchanges are left out first. Default 12000.
+	ContextBudgetTokens int `yaml:"context_budget_tokens"`
 }
 
-// Command configures the command backend (not yet available).
+// Command configures the command backend: a program run once per turn.
 type Command struct {
+	// Argv is the program and its arguments; argv[0] is looked up in PATH.
+	// Required when backend is command.
 	Argv []string `yaml:"argv"`
+	// Env is added to the program's minimal environment (PATH and HOME of
+	// frontdesk), as NAME: value. Default none. Put no secrets here: use PassEnv.
+	Env map[string]string `yaml:"env"`
+	// PassEnv names variables copied from frontdesk's own environment (API
+	// keys, for instance). Default none.
+	PassEnv []string `yaml:"pass_env"`
+	// TimeoutSec stops a turn's program after this many seconds; 0 means
+	// no limit. Default 300.
+	TimeoutSec int `yaml:"timeout_sec"`
 }
 
 // Memory configures the memory files.
@@ -182,8 +220,14 @@ func Defaults() Config {
 		Agent: Agent{
 			Backend: "demo",
 			Demo:    Demo{DelayMS: 30},
-			OpenAI:  OpenAI{APIKeyEnv: "OPENAI_API_KEY"},
-			Command: Command{Argv: []string{}},
+			OpenAI: OpenAI{
+				APIKeyEnv:           "OPENAI_API_KEY",
+				SystemPrompt:        "You are frontdesk, a helpful assistant in one shared conversation that several people can join from the web, a terminal, email and webhooks. Answer concisely, and say so when you do not know.",
+				RequestTimeoutSec:   120,
+				MaxToolSteps:        8,
+				ContextBudgetTokens: 12000,
+			},
+			Command: Command{Argv: []string{}, Env: map[string]string{}, PassEnv: []string{}, TimeoutSec: 300},
 		},
 		Channels: Channels{
 			Console: Console{Enabled: "auto"},
@@ -353,11 +397,64 @@ func (c *Config) Validate() error {
 	oneOf(bad, "session.busy_policy", c.Session.BusyPolicy, "reject", "queue", "interrupt")
 	oneOf(bad, "session.fsync", c.Session.Fsync, "always", "interval", "never")
 	oneOf(bad, "agent.backend", c.Agent.Backend, "demo", "openai", "command")
-	if c.Agent.Backend == "openai" || c.Agent.Backend == "command" {
-		bad("agent.backend", "%q is not available in this version yet; use demo", c.Agent.Backend)
-	}
 	if c.Agent.Demo.DelayMS < 0 {
 		bad("agent.demo.delay_ms", "must not be negative (default 30)")
+	}
+	envName := func(s string) bool { // a valid environment variable name
+		for i, r := range s {
+			if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (r < '0' || r > '9' || i == 0) {
+				return false
+			}
+		}
+		return s != ""
+	}
+	{
+		o := c.Agent.OpenAI
+		if o.BaseURL != "" {
+			if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("agent.openai.base_url", "%q is not an http(s) URL; use e.g. http://127.0.0.1:11434/v1, or leave it empty for https://api.openai.com/v1", o.BaseURL)
+			}
+		}
+		if c.Agent.Backend == "openai" && strings.TrimSpace(o.Model) == "" {
+			bad("agent.openai.model", "must name a model the server knows, e.g. gpt-4o-mini or llama3.2")
+		}
+		if o.APIKeyEnv != "" && !envName(o.APIKeyEnv) {
+			bad("agent.openai.api_key_env", "%q is not an environment variable name", o.APIKeyEnv)
+		}
+		if t := o.Temperature; t != nil && (*t < 0 || *t > 2) {
+			bad("agent.openai.temperature", "%g is out of range; use 0 to 2, or null for the server's default", *t)
+		}
+		if o.MaxTokens < 0 {
+			bad("agent.openai.max_tokens", "must not be negative; 0 leaves it to the server")
+		}
+		if o.RequestTimeoutSec < 1 {
+			bad("agent.openai.request_timeout_sec", "must be at least 1 (default 120)")
+		}
+		if o.MaxToolSteps < 0 || o.MaxToolSteps > 100 {
+			bad("agent.openai.max_tool_steps", "must be 0 (no tools) to 100 (default 8)")
+		}
+		if o.ContextBudgetTokens < 1000 {
+			bad("agent.openai.context_budget_tokens", "must be at least 1000 (default 12000)")
+		}
+	}
+	{
+		cmd := c.Agent.Command
+		if c.Agent.Backend == "command" && (len(cmd.Argv) == 0 || strings.TrimSpace(cmd.Argv[0]) == "") {
+			bad("agent.command.argv", "must name the program to run, e.g. [\"/usr/local/bin/my-agent\", \"--json\"]")
+		}
+		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
+			if !envName(k) {
+				bad("agent.command.env", "%q is not an environment variable name", k)
+			}
+		}
+		for i, k := range cmd.PassEnv {
+			if !envName(k) {
+				bad(fmt.Sprintf("agent.command.pass_env[%d]", i), "%q is not an environment variable name", k)
+			}
+		}
+		if cmd.TimeoutSec < 0 {
+			bad("agent.command.timeout_sec", "must be 0 (no limit) or a positive number of seconds (default 300)")
+		}
 	}
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
 	if c.Channels.Email.Enabled {

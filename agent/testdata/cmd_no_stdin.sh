@@ -1,0 +1,3 @@
+#!/bin/sh
+# Never reads its stdin.
+echo ok
