@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 
@@ -45,13 +47,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fl.Usage = func() {
 		fmt.Fprintf(stderr, "usage: frontdesk [flags]               serve\n"+
 			"       frontdesk version                print the version\n"+
-			"       frontdesk check-config [flags]   validate the configuration\n\nflags:\n")
+			"       frontdesk check-config [flags]   validate the configuration and reach the agent backend\n"+
+			"       frontdesk history recent|range|search …   read the chat log (frontdesk history -h)\n\nflags:\n")
 		fl.PrintDefaults()
 	}
 	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
 	addr := fl.String("addr", "", "listen address HOST:PORT (overrides server.addr)")
 	dataDir := fl.String("data", "", "data directory (overrides data_dir)")
 
+	if len(args) > 1 && args[1] == "history" {
+		return runHistory(args[2:], getenv, stdout, stderr)
+	}
 	cmd := ""
 	rest := args[1:]
 	if len(rest) > 0 && (rest[0] == "version" || rest[0] == "check-config") {
@@ -80,11 +86,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	}
 	if cmd == "check-config" {
-		fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
-		return nil
+		return checkConfig(ctx, cfg, getenv, stdout)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return serve(ctx, cfg, token, logger, stdout)
+	// Logs go through a sink the console can point at its prompt-aware writer.
+	logs := console.NewLogSink(stderr)
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return serve(ctx, cfg, token, logger, logs, stdin, stdout, getenv)
 }
 
 func loadConfig(path, addr, dataDir string) (config.Config, error) {
@@ -125,7 +132,8 @@ func checkExposure(addr, token, tokenEnv string) error {
 	return nil
 }
 
-func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Logger, logs *console.LogSink,
+	stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
@@ -144,15 +152,26 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	}
 	defer log.Close()
 
+	mem, err := memory.Open(cfg.Memory.Dir)
+	if err != nil {
+		return fmt.Errorf("open memory: %w", err)
+	}
+	ag, err := newAgent(cfg, getenv, logger)
+	if err != nil {
+		return err
+	}
 	h := hub.New(hub.Config{
 		DataDir:         cfg.DataDir,
 		BusyPolicy:      cfg.Session.BusyPolicy,
 		RetainExchanges: cfg.Session.RetainExchanges,
 		BufferEvents:    cfg.Session.BufferEvents,
 		ClientQueue:     cfg.Server.ClientQueue,
+		IdleTimeout:     time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
 		Logger:          logger,
 		Restore:         tail,
-	}, log, newAgent(cfg))
+		Memory:          mem,
+		History:         history.NewReader(cfg.Session.ChatLogPath),
+	}, log, ag)
 
 	var messages http.Handler
 	if cfg.Channels.Webhook.Enabled {
@@ -189,6 +208,23 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
 		version, ln.Addr(), cfg.DataDir, cfg.Agent.Backend)
 
+	// The console REPL: on when stdin is a terminal (auto), or forced. It
+	// ends on /quit, Ctrl-D or end of input; the server goes on.
+	consoleCtx, stopConsole := context.WithCancel(ctx)
+	defer stopConsole()
+	consoleDone := make(chan struct{})
+	if c := cfg.Channels.Console.Enabled; c == "true" || (c == "auto" && console.IsTerminal(stdin)) {
+		color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
+		go func() {
+			defer close(consoleDone)
+			if err := console.Run(consoleCtx, h, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs}); err != nil {
+				logger.Error("console", "err", err)
+			}
+		}()
+	} else {
+		close(consoleDone)
+	}
+
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -205,6 +241,11 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// WebSocket is closed with 1001), then drain HTTP, then close the log.
 	deadline, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
+	stopConsole()
+	select { // the REPL restores the terminal before anything else
+	case <-consoleDone:
+	case <-deadline.Done():
+	}
 	stopHub()
 	select {
 	case err := <-hubErr:
@@ -227,6 +268,64 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	return runErr
 }
 
-func newAgent(cfg config.Config) agent.Agent {
-	return &agent.Demo{Delay: time.Duration(cfg.Agent.Demo.DelayMS) * time.Millisecond}
+func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger) (agent.Agent, error) {
+	switch a := cfg.Agent; a.Backend {
+	case "openai":
+		o := a.OpenAI
+		key := ""
+		if o.APIKeyEnv != "" {
+			key = getenv(o.APIKeyEnv)
+		}
+		oa, err := agent.NewOpenAI(agent.OpenAIOptions{
+			BaseURL:             o.BaseURL,
+			APIKey:              key,
+			APIKeyEnv:           o.APIKeyEnv,
+			Model:               o.Model,
+			SystemPrompt:        o.SystemPrompt,
+			Temperature:         o.Temperature,
+			MaxTokens:           o.MaxTokens,
+			RequestTimeout:      time.Duration(o.RequestTimeoutSec) * time.Second,
+			MaxToolSteps:        o.MaxToolSteps,
+			ContextBudgetTokens: o.ContextBudgetTokens,
+			Logger:              logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return oa, nil
+	case "command":
+		c := a.Command
+		env := make([]string, 0, len(c.Env)+len(c.PassEnv))
+		for k, v := range c.Env { // keys are unique, so order does not matter
+			env = append(env, k+"="+v)
+		}
+		for _, k := range c.PassEnv { // after env: a passed variable wins
+			if v := getenv(k); v != "" {
+				env = append(env, k+"="+v)
+			}
+		}
+		return &agent.Command{Argv: c.Argv, Env: env, Timeout: time.Duration(c.TimeoutSec) * time.Second, Logger: logger}, nil
+	}
+	return &agent.Demo{Delay: time.Duration(cfg.Agent.Demo.DelayMS) * time.Millisecond}, nil
+}
+
+// checkConfig reports the effective configuration and whether the agent
+// backend answers (a cheap request: the model list, or the program exists).
+func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
+	ag, err := newAgent(cfg, getenv, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	checker, ok := ag.(interface{ Check(context.Context) error })
+	if !ok {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := checker.Check(cctx); err != nil {
+		return fmt.Errorf("agent backend %s is not reachable: %w", cfg.Agent.Backend, err)
+	}
+	fmt.Fprintf(stdout, "agent backend %s: reachable\n", cfg.Agent.Backend)
+	return nil
 }

@@ -52,9 +52,21 @@ type proc struct {
 // startBinary runs the binary with args in dir and waits for its address.
 func startBinary(t *testing.T, dir string, env []string, args ...string) *proc {
 	t.Helper()
+	return launch(t, dir, env, nil, args...)
+}
+
+// startBinaryWithStdin runs the binary with stdin connected to r.
+func startBinaryWithStdin(t *testing.T, dir string, r io.Reader, args ...string) *proc {
+	t.Helper()
+	return launch(t, dir, nil, r, args...)
+}
+
+func launch(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 // Busy policies (session.busy_policy).
@@ -37,7 +38,25 @@ var (
 	ErrSlowConsumer = errors.New("slow consumer")
 	// ErrEmpty rejects an input with no content.
 	ErrEmpty = errors.New("content is empty")
+	// ErrQueueFull rejects a patient input when too many already wait.
+	ErrQueueFull = errors.New("too many messages are waiting; try again later")
 )
+
+// Outcome statuses besides the turn_end ones (event.Status*).
+const (
+	// StatusReplaced: a queued input was replaced by a newer one and never ran.
+	StatusReplaced = "replaced"
+	// StatusUnknown: the turn is too old for its outcome to be known.
+	StatusUnknown = "unknown"
+)
+
+// TurnOutcome is how a turn ended, for the channel its input came from.
+type TurnOutcome struct {
+	Turn   string `json:"turn"`
+	Status string `json:"status"`
+	Reply  string `json:"reply"`
+	Error  string `json:"error,omitempty"`
+}
 
 // Log is where persisted events go. *history.Log implements it.
 type Log interface {
@@ -66,6 +85,16 @@ type Config struct {
 	// Restore is the tail of the chat log to resume from, oldest first
 	// (persisted events with seq). The seq counter continues after the last.
 	Restore []event.Event
+	// IdleTimeout starts the reset sequence after this long without input
+	// or turn activity; 0 disables it.
+	IdleTimeout time.Duration
+	// Clock drives the idle timer. Default idle.System().
+	Clock idle.Clock
+	// Memory holds short- and long-term memory; nil disables memory.
+	Memory *memory.Store
+	// History reads the chat log on disk for the agent's history tools and
+	// the history API. Nil: the tools and API use the buffer only.
+	History *history.Reader
 }
 
 // Frame is an event with its wire encoding, made once and shared by every
@@ -93,6 +122,13 @@ type Input struct {
 	// (a queued input replaced by a newer one). It is called on the hub's
 	// goroutine and must not block. May be nil.
 	Notify func(event.Event)
+	// Done, if set, receives the outcome of this input's turn once (also for
+	// a Duplicate, and StatusReplaced if a queued input never runs). It must
+	// have room for one value: the hub never blocks on it.
+	Done chan<- TurnOutcome
+	// Patient inputs are never refused as busy: they wait in arrival order
+	// until the session is free, whatever busy_policy says (email).
+	Patient bool
 }
 
 // Outcome says what Submit did with an input.
@@ -185,9 +221,18 @@ type SessionManager struct {
 	ring     *history.Ring
 	subs     map[*Subscription]struct{}
 	turn     *turn
-	pending  *Input
+	pending  *Input            // busy_policy queue: the one input waiting
+	patient  []Input           // Patient inputs waiting, in order
 	accepted map[string]*Frame // client_msg_id → echo
 	ids      []string          // accepted ids, oldest first, to bound the map
+
+	waiters      map[string][]chan<- TurnOutcome // running turn → who wants its outcome
+	outcomes     map[string]TurnOutcome          // recent finished turns
+	outcomeOrder []string
+	lastReset    int64 // seq of the last reset event, 0 if none
+	watch        *idle.Watch
+	shortTerm    chan []event.Event // latest transcript for short_term.md (1 slot)
+	bg           sync.WaitGroup     // memory writers
 }
 
 type turn struct {
@@ -219,16 +264,23 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = idle.System()
+	}
 	return &SessionManager{
-		cfg:      cfg,
-		log:      log,
-		agent:    a,
-		cmds:     make(chan any, 64),
-		done:     make(chan struct{}),
-		ring:     history.NewRing(cfg.RetainExchanges),
-		subs:     map[*Subscription]struct{}{},
-		accepted: map[string]*Frame{},
-		bufFirst: 1,
+		cfg:       cfg,
+		log:       log,
+		agent:     a,
+		cmds:      make(chan any, 64),
+		done:      make(chan struct{}),
+		ring:      history.NewRing(cfg.RetainExchanges),
+		subs:      map[*Subscription]struct{}{},
+		accepted:  map[string]*Frame{},
+		waiters:   map[string][]chan<- TurnOutcome{},
+		outcomes:  map[string]TurnOutcome{},
+		bufFirst:  1,
+		watch:     idle.New(cfg.IdleTimeout, cfg.Clock),
+		shortTerm: make(chan []event.Event, 1),
 	}
 }
 
@@ -242,7 +294,15 @@ type (
 		res Result
 		err error
 	}
-	cancelCmd    struct{ reply chan bool }
+	cancelCmd struct{ reply chan bool }
+	resetCmd  struct {
+		reason string
+		reply  chan event.ResetData
+	}
+	recentCmd struct {
+		n     int
+		reply chan []event.Event
+	}
 	infoCmd      struct{ reply chan Info }
 	subscribeCmd struct {
 		since int64
@@ -277,7 +337,11 @@ func (m *SessionManager) Run(ctx context.Context) error {
 	m.sess = sess
 	m.restore(m.cfg.Restore)
 	m.cfg.Restore = nil
-
+	if m.cfg.Memory != nil {
+		m.bg.Add(1)
+		go func() { defer m.bg.Done(); m.writeShortTerm() }()
+	}
+	defer m.watch.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -285,6 +349,12 @@ func (m *SessionManager) Run(ctx context.Context) error {
 			return nil
 		case c := <-m.cmds:
 			m.handle(ctx, c)
+		case <-m.watch.C():
+			if m.turn != nil || len(m.patient) > 0 || m.pending != nil {
+				m.watch.Touch() // work goes on: quiet means nobody and nothing active
+				continue
+			}
+			m.reset(ctx, ResetIdle)
 		}
 	}
 }
@@ -294,6 +364,10 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 	case submitCmd:
 		res, err := m.submit(ctx, c.in)
 		c.reply <- submitReply{res, err}
+	case resetCmd:
+		c.reply <- m.reset(ctx, c.reason)
+	case recentCmd:
+		c.reply <- m.recent(c.n)
 	case cancelCmd:
 		ok := m.cancelTurn()
 		c.reply <- ok
@@ -335,319 +409,6 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 	}
 }
 
-// restore resumes seq, buffer and ring from the chat log's tail.
-func (m *SessionManager) restore(tail []event.Event) {
-	for _, e := range tail {
-		if e.Seq <= m.seq {
-			continue // out of order or duplicate line: keep seq strictly increasing
-		}
-		e.V = 0
-		m.seq = e.Seq
-		if len(m.buf) == 0 {
-			m.bufFirst = e.Seq
-		}
-		m.buf = append(m.buf, newFrame(e))
-		m.ring.Add(e)
-		m.remember(e)
-	}
-	if len(m.buf) == 0 && m.seq == 0 {
-		m.bufFirst = 1
-	}
-	m.trimBuffer()
-}
-
-func (m *SessionManager) remember(e event.Event) {
-	if e.Type != event.User {
-		return
-	}
-	var d event.UserData
-	if json.Unmarshal(e.Data, &d) != nil || d.ClientMsgID == "" {
-		return
-	}
-	m.rememberID(d.ClientMsgID, m.buf[len(m.buf)-1])
-}
-
-func (m *SessionManager) rememberID(id string, f *Frame) {
-	if _, ok := m.accepted[id]; ok {
-		return
-	}
-	m.accepted[id] = f
-	m.ids = append(m.ids, id)
-	if len(m.ids) > maxRememberedIDs {
-		delete(m.accepted, m.ids[0])
-		m.ids = m.ids[1:]
-	}
-}
-
-func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
-	if strings.TrimSpace(in.Content) == "" {
-		return Result{}, ErrEmpty
-	}
-	if in.ClientMsgID != "" {
-		if f, ok := m.accepted[in.ClientMsgID]; ok {
-			return Result{Outcome: Duplicate, Turn: f.Event.Turn, Echo: f}, nil
-		}
-		if m.pending != nil && m.pending.ClientMsgID == in.ClientMsgID {
-			return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
-		}
-	}
-	if m.turn == nil {
-		return m.startTurn(ctx, in)
-	}
-	switch m.cfg.BusyPolicy {
-	case PolicyQueue:
-		if old := m.pending; old != nil && old.Notify != nil {
-			old.Notify(event.New(event.Busy, "", m.cfg.Now(), event.BusyData{
-				Turn:        m.turn.id,
-				Message:     "A newer message replaced yours in the queue; yours was not sent.",
-				ClientMsgID: old.ClientMsgID,
-			}))
-		}
-		m.pending = &in
-		return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
-	case PolicyInterrupt:
-		m.cancelTurn()
-		return m.startTurn(ctx, in)
-	default:
-		return Result{Outcome: Rejected, Turn: m.turn.id, Busy: event.BusyData{
-			Turn:        m.turn.id,
-			Message:     "The assistant is still working on the previous message. Wait for it to finish or cancel it.",
-			ClientMsgID: in.ClientMsgID,
-		}}, nil
-	}
-}
-
-func queuedBusy(turn, clientMsgID string) event.BusyData {
-	return event.BusyData{Turn: turn, Queued: true, ClientMsgID: clientMsgID,
-		Message: "The assistant is busy; your message is queued and runs when the current reply ends."}
-}
-
-// startTurn logs and echoes the input, then runs the agent on a goroutine
-// of its own. The input is on disk (per session.fsync) before anyone sees it.
-func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error) {
-	seq := m.seq + 1
-	id := "t" + strconv.FormatInt(seq, 10)
-	e := event.New(event.User, id, m.cfg.Now(), event.UserData{
-		Channel: in.Channel, From: in.From, Content: in.Content, ClientMsgID: in.ClientMsgID,
-	})
-	e.Seq = seq
-	if err := m.log.Append(e); err != nil {
-		return Result{}, fmt.Errorf("record input: %w", err)
-	}
-	m.seq = seq
-	f := m.deliver(e)
-	if in.ClientMsgID != "" {
-		m.rememberID(in.ClientMsgID, f)
-	}
-
-	tctx, cancel := context.WithCancel(ctx)
-	t := &turn{id: id, cancel: cancel, started: m.cfg.Now()}
-	m.turn = t
-	req := agent.Request{
-		Turn: id, Channel: in.Channel, From: in.From, Content: in.Content,
-		Context: m.ringBefore(seq),
-	}
-	emit := func(typ event.Type, data any) {
-		// Marshalling happens here, on the turn's goroutine, not the hub's.
-		c := emitCmd{turn: id, e: event.New(typ, id, time.Time{}, data)}
-		if d, ok := data.(event.TextData); ok && typ == event.Delta {
-			c.text = d.Text
-		}
-		select {
-		case m.cmds <- c:
-		case <-tctx.Done():
-		case <-m.done:
-		}
-	}
-	m.turns.Add(1)
-	go func() {
-		defer m.turns.Done()
-		defer cancel()
-		reply, err := m.agent.Run(tctx, req, emit)
-		select {
-		case m.cmds <- turnDoneCmd{turn: id, reply: reply, err: err}:
-		case <-m.done:
-		}
-	}()
-	return Result{Outcome: Started, Turn: id, Echo: f}, nil
-}
-
-// ringBefore is the chat ring without the exchange starting at seq.
-func (m *SessionManager) ringBefore(seq int64) []event.Event {
-	evs := m.ring.Events()
-	for i, e := range evs {
-		if e.Seq >= seq {
-			return evs[:i]
-		}
-	}
-	return evs
-}
-
-// cancelTurn ends the running turn as cancelled, at once, whatever the
-// backend does next. It reports whether a turn was running.
-func (m *SessionManager) cancelTurn() bool {
-	if m.turn == nil {
-		return false
-	}
-	m.turn.cancel()
-	m.finish(event.StatusCancelled, m.turn.text.String(), "", nil)
-	return true
-}
-
-// endTurn finishes the turn and starts a queued input, if any.
-func (m *SessionManager) endTurn(ctx context.Context, status, content, errMsg string, usage *event.Usage) {
-	m.turn.cancel()
-	m.finish(status, content, errMsg, usage)
-	m.startPending(ctx)
-}
-
-// startPending starts the queued input, if any.
-func (m *SessionManager) startPending(ctx context.Context) {
-	if p := m.pending; p != nil {
-		m.pending = nil
-		if _, err := m.startTurn(ctx, *p); err != nil {
-			m.cfg.Logger.Error("start queued input", "err", err)
-			if p.Notify != nil {
-				p.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: "internal", Message: err.Error(), ClientMsgID: p.ClientMsgID}))
-			}
-		}
-	}
-}
-
-// finish appends the turn's closing events — the reply (partial unless
-// completed), a notice when cancelled, then turn_end — and frees the session.
-func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usage) {
-	t := m.turn
-	m.turn = nil
-	if content != "" {
-		m.publish(event.New(event.Assistant, t.id, time.Time{},
-			event.AssistantData{Content: content, Partial: status != event.StatusCompleted}))
-	}
-	if status == event.StatusCancelled {
-		m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{Text: CancelNotice}))
-	}
-	m.publish(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
-		Status: status, Error: errMsg, DurationMS: m.cfg.Now().Sub(t.started).Milliseconds(), Usage: usage,
-	}))
-	m.compact(t.id)
-}
-
-// publish stamps e with the next seq and the time, logs it if persisted,
-// and delivers it. A log failure is reported but does not stop the stream:
-// the event already happened.
-func (m *SessionManager) publish(e event.Event) {
-	m.seq++
-	e.Seq = m.seq
-	e.TS = event.Time(m.cfg.Now())
-	if e.Type.Persisted() {
-		if err := m.log.Append(e); err != nil {
-			m.cfg.Logger.Error("append to chat log", "seq", e.Seq, "type", e.Type, "err", err)
-		}
-	}
-	m.deliver(e)
-}
-
-// deliver adds e to the buffer and ring and fans it out without blocking:
-// a subscriber whose queue is full is dropped.
-func (m *SessionManager) deliver(e event.Event) *Frame {
-	f := newFrame(e)
-	m.buf = append(m.buf, f)
-	if !e.Type.Persisted() {
-		m.volatile++
-	}
-	m.trimBuffer()
-	m.ring.Add(e)
-	for s := range m.subs {
-		select {
-		case s.c <- f:
-		default:
-			m.drop(s, ErrSlowConsumer)
-		}
-	}
-	return f
-}
-
-// maxVolatile caps a running turn's status and delta frames in the buffer,
-// against a runaway backend.
-const maxVolatile = 20000
-
-// trimBuffer keeps at most BufferEvents persisted events. A running turn's
-// status and delta frames do not count (they are compacted away when it
-// ends, so a long reply does not push out history), up to maxVolatile.
-func (m *SessionManager) trimBuffer() {
-	n := len(m.buf) - m.volatile - m.cfg.BufferEvents
-	if over := len(m.buf) - m.cfg.BufferEvents - maxVolatile; over > n {
-		n = over
-	}
-	if n <= 0 {
-		return
-	}
-	for _, f := range m.buf[:n] {
-		if !f.Event.Type.Persisted() {
-			m.volatile--
-		}
-	}
-	m.bufFirst = m.buf[n-1].Event.Seq + 1
-	clear(m.buf[:n])
-	m.buf = m.buf[n:]
-}
-
-// compact drops the turn's transient events (status, delta) from the
-// buffer once the turn has ended: its assistant event supersedes them, so
-// replay stays short and matches what the chat log holds.
-func (m *SessionManager) compact(turn string) {
-	out := m.buf[:0]
-	for _, f := range m.buf {
-		if f.Event.Turn == turn && !f.Event.Type.Persisted() {
-			continue
-		}
-		out = append(out, f)
-	}
-	clear(m.buf[len(out):])
-	m.buf = out
-	m.volatile = 0
-	for _, f := range m.buf {
-		if !f.Event.Type.Persisted() {
-			m.volatile++ // another turn's, e.g. one cut short by interrupt
-		}
-	}
-}
-
-func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
-	s := &Subscription{c: make(chan *Frame, m.cfg.ClientQueue), m: m}
-	m.subs[s] = struct{}{}
-	snap := Snapshot{
-		Connected: event.ConnectedData{
-			SessionID: m.sess.SessionID, Generation: m.sess.Generation,
-			Busy: m.turn != nil, LastSeq: m.seq, Resumed: m.seq > 0,
-		},
-		Synced: event.SyncedData{LastSeq: m.seq},
-	}
-	// Gapless when every event after since is still covered by the buffer
-	// (compacted deltas are covered: their assistant event replaces them).
-	if since >= m.bufFirst-1 && since <= m.seq {
-		snap.Synced.Gapless = true
-		i := len(m.buf)
-		for i > 0 && m.buf[i-1].Event.Seq > since {
-			i--
-		}
-		snap.Replay = append([]*Frame(nil), m.buf[i:]...)
-	} else {
-		snap.Replay = append([]*Frame(nil), m.buf...)
-	}
-	return s, snap
-}
-
-// drop removes s and closes its channel; err says why (nil: unsubscribed).
-func (m *SessionManager) drop(s *Subscription, err error) {
-	if _, ok := m.subs[s]; !ok {
-		return
-	}
-	delete(m.subs, s)
-	s.err = err
-	close(s.c)
-}
-
 func (m *SessionManager) info() Info {
 	i := Info{SessionID: m.sess.SessionID, Generation: m.sess.Generation,
 		Busy: m.turn != nil, LastSeq: m.seq, Subscribers: len(m.subs)}
@@ -655,31 +416,6 @@ func (m *SessionManager) info() Info {
 		i.Turn = m.turn.id
 	}
 	return i
-}
-
-// shutdown ends the running turn as interrupted, makes the log durable and
-// closes every subscription with ErrClosed.
-func (m *SessionManager) shutdown() {
-	if m.turn != nil {
-		m.turn.cancel()
-		m.finish(event.StatusInterrupted, m.turn.text.String(), "", nil)
-	}
-	m.pending = nil
-	if err := m.log.Sync(); err != nil {
-		m.cfg.Logger.Error("sync chat log", "err", err)
-	}
-	for s := range m.subs {
-		m.drop(s, ErrClosed)
-	}
-	// Give backends a moment to notice their cancelled context, so no turn
-	// goroutine outlives the hub; a backend that ignores cancel is left behind.
-	waited := make(chan struct{})
-	go func() { m.turns.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(2 * time.Second):
-		m.cfg.Logger.Warn("agent did not stop within 2s of cancel")
-	}
 }
 
 // call sends c and waits for the hub's reply on reply.
@@ -740,5 +476,51 @@ func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscript
 	return r.sub, r.snap, err
 }
 
+// Reset runs the reset sequence now (reason ResetManual or ResetIdle) and
+// returns the reset event's data.
+func (m *SessionManager) Reset(ctx context.Context, reason string) (event.ResetData, error) {
+	reply := make(chan event.ResetData, 1)
+	return call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+}
+
 // Done is closed when Run has returned.
 func (m *SessionManager) Done() <-chan struct{} { return m.done }
+
+// shutdown ends the running turn as interrupted, tells waiting inputs they
+// will not run, makes the log durable and closes every subscription with
+// ErrClosed.
+func (m *SessionManager) shutdown() {
+	if m.turn != nil {
+		m.turn.cancel()
+		m.finish(event.StatusInterrupted, m.turn.text.String(), "", nil)
+	}
+	for _, in := range append(m.patient, derefInputs(m.pending)...) {
+		sendOutcome(in.Done, TurnOutcome{Status: event.StatusInterrupted, Error: "the server shut down before this message ran"})
+	}
+	m.pending, m.patient = nil, nil
+	if err := m.log.Sync(); err != nil {
+		m.cfg.Logger.Error("sync chat log", "err", err)
+	}
+	for s := range m.subs {
+		m.drop(s, ErrClosed)
+	}
+	if m.cfg.Memory != nil {
+		close(m.shortTerm) // the writer saves the last snapshot and ends
+	}
+	// Give backends a moment to notice their cancelled context, so no turn
+	// goroutine outlives the hub; a backend that ignores cancel is left behind.
+	waited := make(chan struct{})
+	go func() { m.turns.Wait(); m.bg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(2 * time.Second):
+		m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
+	}
+}
+
+func derefInputs(p *Input) []Input {
+	if p == nil {
+		return nil
+	}
+	return []Input{*p}
+}

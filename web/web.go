@@ -7,16 +7,19 @@ import (
 	"crypto/subtle"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 )
@@ -28,6 +31,10 @@ var static embed.FS
 type Session interface {
 	Info(ctx context.Context) (hub.Info, error)
 	Cancel(ctx context.Context) (bool, error)
+	Reset(ctx context.Context, reason string) (event.ResetData, error)
+	Recent(ctx context.Context, n int) ([]event.Event, error)
+	Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error)
+	Search(ctx context.Context, query string, limit int) ([]hub.Hit, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -70,6 +77,62 @@ func Handler(s Session, o Options) http.Handler {
 		}
 		httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": ok})
 	})
+	api.HandleFunc("POST /api/reset", func(w http.ResponseWriter, r *http.Request) {
+		d, err := s.Reset(r.Context(), hub.ResetManual)
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, d)
+	})
+	api.HandleFunc("GET /api/history/recent", func(w http.ResponseWriter, r *http.Request) {
+		n, err := intParam(r, "n", 20, 1, maxHistoryEvents)
+		if err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		evs, err := s.Recent(r.Context(), n)
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs)})
+	})
+	api.HandleFunc("GET /api/history/range", func(w http.ResponseWriter, r *http.Request) {
+		limit, err := intParam(r, "limit", maxHistoryEvents, 1, maxHistoryEvents)
+		if err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		q := r.URL.Query()
+		evs, truncated, err := s.Range(r.Context(), q.Get("from"), q.Get("to"), limit)
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs), Truncated: truncated})
+	})
+	api.HandleFunc("GET /api/history/search", func(w http.ResponseWriter, r *http.Request) {
+		limit, err := intParam(r, "limit", 20, 1, 200)
+		if err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		q := strings.TrimSpace(r.URL.Query().Get("q"))
+		if q == "" {
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_query", "q must not be empty"))
+			return
+		}
+		hits, err := s.Search(r.Context(), q, limit)
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		if hits == nil {
+			hits = []hub.Hit{}
+		}
+		httpjson.Write(w, http.StatusOK, map[string]any{"hits": hits})
+	})
 	api.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
 		info, err := s.Info(r.Context())
 		if err != nil {
@@ -99,9 +162,44 @@ func Handler(s Session, o Options) http.Handler {
 	return g.checkHost(mux)
 }
 
+// maxHistoryEvents caps one page of /api/history/recent and /range.
+const maxHistoryEvents = 1000
+
+// historyPage is the body of /api/history/recent and /range.
+type historyPage struct {
+	Events    []event.Event `json:"events"`
+	Truncated bool          `json:"truncated"`
+}
+
+func nonNil(evs []event.Event) []event.Event {
+	if evs == nil {
+		return []event.Event{}
+	}
+	return evs
+}
+
+func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, httpjson.Errorf(http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s must be a number from %d to %d", name, lo, hi))
+	}
+	return n, nil
+}
+
+// sessionErr maps the hub's errors to API errors: the one place for them.
 func sessionErr(err error) error {
-	if errors.Is(err, hub.ErrClosed) {
+	var bad *hub.BadBoundError
+	switch {
+	case errors.Is(err, hub.ErrClosed):
 		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case errors.As(err, &bad):
+		return httpjson.Errorf(http.StatusBadRequest, "bad_"+bad.Name, bad.Error()+" (use a seq number or an RFC 3339 time)")
+	case errors.Is(err, hub.ErrNoHistory):
+		return httpjson.Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
 	}
 	return err
 }

@@ -11,6 +11,8 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -51,6 +53,41 @@ type Response struct {
 	Duplicate bool   `json:"duplicate,omitempty"`
 }
 
+// WaitResponse is the body of a ?wait=1 answer: 200 when the turn ended,
+// 504 (Status "pending") when the wait timed out; the turn goes on.
+type WaitResponse struct {
+	Turn   string `json:"turn"`
+	Status string `json:"status"`
+	Reply  string `json:"reply"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Wait limits for ?wait=1&timeout=N (seconds).
+const (
+	defaultWait = 60 * time.Second
+	maxWait     = 600 * time.Second
+)
+
+func waitOptions(r *http.Request) (wait bool, timeout time.Duration, err error) {
+	q := r.URL.Query()
+	switch q.Get("wait") {
+	case "", "0", "false":
+		return false, 0, nil
+	case "1", "true":
+	default:
+		return false, 0, httpjson.Errorf(http.StatusBadRequest, "bad_wait", "wait must be 1 or 0")
+	}
+	timeout = defaultWait
+	if v := q.Get("timeout"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || time.Duration(n)*time.Second > maxWait {
+			return false, 0, httpjson.Errorf(http.StatusBadRequest, "bad_timeout", "timeout must be 1 to 600 seconds")
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	return true, timeout, nil
+}
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.serve(w, r); err != nil {
 		httpjson.WriteError(w, err)
@@ -61,6 +98,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return httpjson.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+	}
+	wait, timeout, err := waitOptions(r)
+	if err != nil {
+		return err
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
@@ -89,9 +130,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if !channelName.MatchString(req.Channel) {
 		return httpjson.Errorf(http.StatusBadRequest, "bad_channel", "channel must match ^[a-z][a-z0-9-]{0,31}$")
 	}
-	res, err := h.s.Submit(r.Context(), hub.Input{
-		Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID,
-	})
+	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID}
+	var done chan hub.TurnOutcome
+	if wait {
+		done = make(chan hub.TurnOutcome, 1)
+		in.Done = done
+	}
+	res, err := h.s.Submit(r.Context(), in)
 	switch {
 	case errors.Is(err, hub.ErrEmpty):
 		return httpjson.Errorf(http.StatusBadRequest, "empty_content", "content is empty")
@@ -100,9 +145,27 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	switch res.Outcome {
-	case hub.Rejected:
+	if res.Outcome == hub.Rejected {
 		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}
+	}
+	if wait {
+		turn := ""
+		if res.Outcome != hub.Queued {
+			turn = res.Turn
+		}
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case o := <-done:
+			httpjson.Write(w, http.StatusOK, WaitResponse(o))
+		case <-t.C:
+			httpjson.Write(w, http.StatusGatewayTimeout, WaitResponse{Turn: turn, Status: "pending",
+				Error: "the reply did not finish in time; it goes on — watch /ws or retry with the same client_msg_id"})
+		case <-r.Context().Done():
+		}
+		return nil
+	}
+	switch res.Outcome {
 	case hub.Queued:
 		httpjson.Write(w, http.StatusAccepted, Response{Queued: true})
 	case hub.Duplicate:

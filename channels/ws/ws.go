@@ -25,6 +25,7 @@ type Session interface {
 	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
 	Cancel(ctx context.Context) (bool, error)
+	Reset(ctx context.Context, reason string) (event.ResetData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -228,8 +229,13 @@ func (cn *conn) command(ctx context.Context, action string) {
 		} else if !ok {
 			cn.replyError("not_busy", "nothing to cancel: no turn is running", "")
 		}
+	case "reset":
+		// Everyone, this client included, sees the reset event.
+		if _, err := cn.h.s.Reset(ctx, hub.ResetManual); err != nil {
+			cn.replyError("internal", err.Error(), "")
+		}
 	default:
-		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel"`, "")
+		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel" or "reset"`, "")
 	}
 }
 

@@ -1,0 +1,304 @@
+// Package console is the terminal channel: a REPL in the terminal the
+// server runs in, built on github.com/ergochat/readline (whose Close, unlike
+// the unmaintained chzyer/readline's, does not hang while a Readline call is
+// in progress — clean shutdown depends on that).
+//
+// Two goroutines: Run reads lines and pushes commands into the hub; a
+// printer goroutine prints the session's live stream through readline,
+// which redraws the prompt and the half-typed line after each write.
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ergochat/readline"
+	"golang.org/x/term"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
+)
+
+// Session is the part of the hub the console uses.
+type Session interface {
+	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
+	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
+	Cancel(ctx context.Context) (bool, error)
+	Reset(ctx context.Context, reason string) (event.ResetData, error)
+	Info(ctx context.Context) (hub.Info, error)
+	Recent(ctx context.Context, n int) ([]event.Event, error)
+	Search(ctx context.Context, query string, limit int) ([]hub.Hit, error)
+}
+
+var _ Session = (*hub.SessionManager)(nil)
+
+// Options configures the REPL.
+type Options struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Color enables ANSI styling (dim status lines, bold labels).
+	Color bool
+	// Logs, if set, is pointed at the REPL while it runs, so log lines do
+	// not break the prompt; it is pointed back when the REPL ends.
+	Logs *LogSink
+}
+
+// IsTerminal reports whether r is a terminal (an *os.File on a tty).
+func IsTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// LogSink is an io.Writer whose destination can be switched while other
+// goroutines write to it.
+type LogSink struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewLogSink returns a sink writing to w.
+func NewLogSink(w io.Writer) *LogSink { return &LogSink{w: w} }
+
+func (s *LogSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *LogSink) swap(w io.Writer) io.Writer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.w
+	s.w = w
+	return old
+}
+
+const help = `Type a message and press Enter to send it to the assistant.
+  /cancel          cancel the running reply (Ctrl-C does too)
+  /reset           consolidate memory and start a fresh context (keeps recent exchanges)
+  /history [n]     show the last n events (default 20)
+  /search <text>   search the whole conversation history
+  /status          show the session state
+  /help            this text
+  /quit            leave the console (Ctrl-D too); the server keeps running`
+
+// Run runs the REPL until /quit, Ctrl-D, the end of stdin, or ctx ends.
+// The server goes on either way; Run returns nil unless the REPL could
+// not start.
+func Run(ctx context.Context, s Session, o Options) error {
+	cfg := &readline.Config{
+		Prompt:          o.style(bold, "you› "),
+		Stdin:           o.Stdin,
+		Stdout:          o.Stdout,
+		Stderr:          o.Stdout,
+		InterruptPrompt: "^C",
+		EOFPrompt:       "\n",
+		HistoryLimit:    -1, // nothing typed here is kept outside the chat log
+	}
+	if f, ok := o.Stdin.(*os.File); ok {
+		// Terminal handling follows the streams we were given, not the
+		// process's fds 0 and 1 (the library's default).
+		fd := int(f.Fd())
+		var saved *term.State
+		cfg.FuncIsTerminal = func() bool { return term.IsTerminal(fd) }
+		cfg.FuncMakeRaw = func() (err error) { saved, err = term.MakeRaw(fd); return err }
+		cfg.FuncExitRaw = func() error {
+			if saved == nil {
+				return nil
+			}
+			return term.Restore(fd, saved)
+		}
+		out := fd
+		if of, ok := o.Stdout.(*os.File); ok {
+			out = int(of.Fd())
+		}
+		cfg.FuncGetSize = func() (int, int) {
+			w, h, err := term.GetSize(out)
+			if err != nil || w <= 0 || h <= 0 {
+				return 80, 24 // a pty nobody sized: assume the classic terminal
+			}
+			return w, h
+		}
+	}
+	rl, err := readline.NewFromConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("start console: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { rl.Close() })
+	defer stop()
+	defer rl.Close()
+	if o.Logs != nil {
+		old := o.Logs.swap(rl.Stderr())
+		defer o.Logs.swap(old)
+	}
+
+	p := &printer{w: rl, o: o}
+	sub, snap, err := s.Subscribe(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("start console: %w", err)
+	}
+	p.welcome(snap)
+	printerDone := make(chan struct{})
+	go func() {
+		defer close(printerDone)
+		p.follow(ctx, s, sub)
+	}()
+	defer func() { cancel(); <-printerDone }()
+
+	r := &repl{s: s, p: p}
+	for {
+		line, err := rl.ReadLine()
+		switch {
+		case errors.Is(err, readline.ErrInterrupt):
+			// readline ends "^C" with a bare LF (raw mode): return to the
+			// first column before the next prompt is drawn.
+			p.write("\r")
+			r.interrupt(ctx)
+			continue
+		case err != nil: // io.EOF (Ctrl-D, end of input) or closed
+			if ctx.Err() == nil {
+				p.line(o.style(dim, "console closed; the server keeps running (stop it with Ctrl-\\ or SIGTERM)"))
+			}
+			return nil
+		}
+		if quit := r.handle(ctx, strings.TrimSpace(line)); quit {
+			p.say(o.style(dim, "console closed; the server keeps running (stop it with Ctrl-\\ or SIGTERM)"))
+			return nil
+		}
+	}
+}
+
+// repl handles typed lines on Run's goroutine.
+type repl struct {
+	s  Session
+	p  *printer
+	id int
+}
+
+func (r *repl) interrupt(ctx context.Context) {
+	// Ctrl-C cancels a running reply; otherwise readline has cleared the line.
+	if ok, err := r.s.Cancel(ctx); err == nil && ok {
+		return // the notice arrives through the stream
+	}
+}
+
+func (r *repl) handle(ctx context.Context, line string) (quit bool) {
+	if line == "" {
+		return false
+	}
+	if !strings.HasPrefix(line, "/") || strings.HasPrefix(line, "//") {
+		r.send(ctx, strings.TrimPrefix(line, "/"))
+		return false
+	}
+	cmd, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	switch cmd {
+	case "/quit", "/exit":
+		return true
+	case "/help":
+		r.p.say(help)
+	case "/cancel":
+		ok, err := r.s.Cancel(ctx)
+		switch {
+		case err != nil:
+			r.p.say("cancel failed: " + err.Error())
+		case !ok:
+			r.p.say(r.p.o.style(dim, "nothing to cancel"))
+		}
+	case "/reset":
+		if _, err := r.s.Reset(ctx, hub.ResetManual); err != nil {
+			r.p.say("reset failed: " + err.Error())
+		}
+	case "/status":
+		info, err := r.s.Info(ctx)
+		if err != nil {
+			r.p.say("status failed: " + err.Error())
+			return false
+		}
+		state := "idle"
+		if info.Busy {
+			state = "working on " + info.Turn
+		}
+		r.p.say(fmt.Sprintf("session %s · generation %d · %s · last seq %d · %d clients", info.SessionID, info.Generation, state, info.LastSeq, info.Subscribers))
+	case "/history":
+		n := 20
+		if arg != "" {
+			v, err := strconv.Atoi(arg)
+			if err != nil || v < 1 || v > 1000 {
+				r.p.say("usage: /history [n]   (n from 1 to 1000)")
+				return false
+			}
+			n = v
+		}
+		evs, err := r.s.Recent(ctx, n)
+		if err != nil {
+			r.p.say("history failed: " + err.Error())
+			return false
+		}
+		for _, e := range evs {
+			r.p.show(e)
+		}
+	case "/search":
+		if arg == "" {
+			r.p.say("usage: /search <text>")
+			return false
+		}
+		hits, err := r.s.Search(ctx, arg, 20)
+		if err != nil {
+			r.p.say("search failed: " + err.Error())
+			return false
+		}
+		if len(hits) == 0 {
+			r.p.say(r.p.o.style(dim, "no matches"))
+		}
+		for _, h := range hits {
+			who := h.Type // assistant
+			if h.Type == string(event.User) {
+				who = label(h.Channel, h.From)
+			}
+			r.p.say(fmt.Sprintf("%s #%d %s: %s", h.TS.Local().Format("2006-01-02 15:04"), h.Seq, who, h.Snippet))
+		}
+	default:
+		r.p.say("unknown command " + cmd + " (try /help; start a message with // to send a literal slash)")
+	}
+	return false
+}
+
+func (r *repl) send(ctx context.Context, content string) {
+	r.id++
+	res, err := r.s.Submit(ctx, hub.Input{
+		Channel:     event.ChannelConsole,
+		Content:     content,
+		ClientMsgID: fmt.Sprintf("console-%d-%d", time.Now().UnixNano(), r.id),
+	})
+	switch {
+	case err != nil:
+		r.p.say("not sent: " + err.Error())
+	case res.Outcome == hub.Rejected:
+		r.p.say(r.p.o.style(bold, "busy: ") + res.Busy.Message)
+	case res.Outcome == hub.Queued:
+		r.p.say(r.p.o.style(dim, res.Busy.Message))
+	}
+}
+
+// ANSI styles.
+const (
+	dim  = "\x1b[2m"
+	bold = "\x1b[1m"
+)
+
+func (o Options) style(code, s string) string {
+	if !o.Color {
+		return s
+	}
+	return code + s + "\x1b[0m"
+}

@@ -1,0 +1,228 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
+)
+
+// printer renders session events as terminal lines. The printer goroutine
+// and Run's goroutine both print: say and show take mu; the lower-case
+// helpers expect it held.
+type printer struct {
+	mu sync.Mutex
+	w  io.Writer
+	o  Options
+
+	streaming string // turn whose reply is being streamed on the current line
+	lastSeq   int64
+}
+
+// write writes s with every newline as CR LF: while readline shows the
+// prompt the terminal is in raw mode, where a bare LF does not return the
+// cursor to the first column.
+func (p *printer) write(s string) { _, _ = io.WriteString(p.w, crlf.Replace(s)) }
+
+var crlf = strings.NewReplacer("\r\n", "\r\n", "\n", "\r\n")
+
+// say prints a line of the console's own.
+func (p *printer) say(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line(s)
+}
+
+// show prints an event from /history or /search.
+func (p *printer) show(e event.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.historyLine(e)
+}
+
+// line prints s on a line of its own, ending a streamed line first. The
+// leading CR matters after Enter: readline leaves the cursor on the next
+// row but not in its first column.
+func (p *printer) line(s string) {
+	if p.streaming != "" {
+		p.write("\n")
+		p.streaming = ""
+	}
+	p.write("\r" + s + "\n")
+}
+
+func (p *printer) welcome(snap hub.Snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := snap.Connected
+	p.line(p.o.style(dim, fmt.Sprintf("frontdesk console — session %s, generation %d. /help for commands.", c.SessionID, c.Generation)))
+	// A little context: the last few exchanges.
+	var recent []event.Event
+	for _, f := range snap.Replay {
+		if f.Event.Type == event.User || f.Event.Type == event.Assistant {
+			recent = append(recent, f.Event)
+		}
+	}
+	if len(recent) > 6 {
+		recent = recent[len(recent)-6:]
+	}
+	for _, e := range recent {
+		p.historyLine(e)
+	}
+	if len(snap.Replay) > 0 {
+		p.lastSeq = snap.Replay[len(snap.Replay)-1].Event.Seq
+	}
+	if c.Busy {
+		p.line(p.o.style(dim, "… the assistant is working on a reply"))
+	}
+}
+
+// follow prints the live stream until ctx ends or the hub stops; a slow
+// consumer drop resubscribes from the last event printed.
+func (p *printer) follow(ctx context.Context, s Session, sub *hub.Subscription) {
+	for {
+		for {
+			var f *hub.Frame
+			var ok bool
+			select {
+			case <-ctx.Done():
+				sub.Close()
+				return
+			case f, ok = <-sub.C():
+			}
+			if !ok {
+				break
+			}
+			p.mu.Lock()
+			p.event(f.Event)
+			p.mu.Unlock()
+		}
+		if !errors.Is(sub.Err(), hub.ErrSlowConsumer) {
+			return
+		}
+		var snap hub.Snapshot
+		var err error
+		if sub, snap, err = s.Subscribe(ctx, p.lastSeq); err != nil {
+			return
+		}
+		p.mu.Lock()
+		for _, f := range snap.Replay {
+			p.event(f.Event)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func decode[T any](e event.Event) T {
+	var v T
+	_ = json.Unmarshal(e.Data, &v)
+	return v
+}
+
+func label(channel, from string) string {
+	if from != "" {
+		return channel + " " + from
+	}
+	return channel
+}
+
+// event prints one live event.
+func (p *printer) event(e event.Event) {
+	if e.Seq > 0 {
+		if e.Seq <= p.lastSeq {
+			return
+		}
+		p.lastSeq = e.Seq
+	}
+	switch e.Type {
+	case event.User:
+		d := decode[event.UserData](e)
+		if d.Channel == event.ChannelConsole {
+			return // typed here: it is on the screen already
+		}
+		p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+	case event.Status:
+		if p.streaming == "" {
+			p.line(p.o.style(dim, "… "+decode[event.TextData](e).Text))
+		}
+	case event.Delta:
+		if p.streaming != e.Turn {
+			if p.streaming != "" {
+				p.write("\n")
+			}
+			p.streaming = e.Turn
+			p.write(p.o.style(bold, "assistant› "))
+		}
+		p.write(decode[event.TextData](e).Text)
+	case event.Assistant:
+		d := decode[event.AssistantData](e)
+		if p.streaming == e.Turn {
+			p.write("\n") // it was streamed already
+			p.streaming = ""
+			return
+		}
+		p.line(p.o.style(bold, "assistant› ") + d.Content)
+	case event.ToolCall:
+		d := decode[event.ToolCallData](e)
+		p.line(p.o.style(dim, fmt.Sprintf("⚙ %s %s", d.Name, clip(string(d.Args), 120))))
+	case event.ToolResult:
+		d := decode[event.ToolResultData](e)
+		if d.Error != "" {
+			p.line(p.o.style(dim, "  ✗ "+clip(d.Error, 160)))
+		} else {
+			p.line(p.o.style(dim, "  → "+clip(d.Output, 160)))
+		}
+	case event.TurnEnd:
+		d := decode[event.TurnEndData](e)
+		if p.streaming == e.Turn {
+			p.write("\n")
+			p.streaming = ""
+		}
+		switch d.Status {
+		case event.StatusError:
+			p.line("[error] " + d.Error)
+		case event.StatusInterrupted:
+			p.line(p.o.style(dim, "[interrupted]"))
+		}
+	case event.Notice:
+		p.line(p.o.style(dim, decode[event.TextData](e).Text))
+	case event.Reset:
+		d := decode[event.ResetData](e)
+		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", d.Reason, d.Kept))
+	}
+}
+
+// historyLine prints an event from /history or the welcome context.
+func (p *printer) historyLine(e event.Event) {
+	ts := e.TS.Std().Local().Format("15:04")
+	switch e.Type {
+	case event.User:
+		d := decode[event.UserData](e)
+		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+	case event.Assistant:
+		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, "assistant› ") + decode[event.AssistantData](e).Content)
+	case event.TurnEnd:
+		if d := decode[event.TurnEndData](e); d.Status != event.StatusCompleted {
+			p.line(p.o.style(dim, ts+" ["+d.Status+"] "+d.Error))
+		}
+	case event.Notice:
+		p.line(p.o.style(dim, ts+" "+decode[event.TextData](e).Text))
+	case event.Reset:
+		d := decode[event.ResetData](e)
+		p.line(p.o.style(dim, fmt.Sprintf("%s — reset (%s), kept %d —", ts, d.Reason, d.Kept)))
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+)
+
+const historyUsage = `usage: frontdesk history recent [-n 20] [flags]
+       frontdesk history range [-from SEQ|TIME] [-to SEQ|TIME] [-limit 1000] [flags]
+       frontdesk history search [-limit 20] [flags] QUERY...
+
+Reads the chat log in the data directory (the server need not run) and
+prints a table, or with -json one JSON object per line: events for recent
+and range, hits for search.
+
+  recent   the last n events
+  range    the events from -from to -to, both inclusive; each is a seq
+           number or an RFC 3339 time (2026-11-22T10:00:00Z); a missing
+           end is open
+  search   user and assistant messages holding QUERY (case-insensitive),
+           newest first
+
+flags:
+  -config FILE   config file (default config.yaml if present)
+  -data DIR      data directory (overrides data_dir)
+  -json          print NDJSON instead of a table
+`
+
+// runHistory runs "frontdesk history …"; args are those after "history".
+// It only reads files, so it works with the server stopped (or running).
+// Results go to stdout; notes on skipped lines or a cut range go to stderr.
+func runHistory(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, historyUsage)
+		return errors.New("history: missing command (recent, range or search)")
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stderr, historyUsage)
+		return nil
+	case "recent", "range", "search":
+	default:
+		return fmt.Errorf("history: unknown command %q, want recent, range or search (see frontdesk history -h)", cmd)
+	}
+
+	fl := flag.NewFlagSet("frontdesk history "+cmd, flag.ContinueOnError)
+	fl.SetOutput(io.Discard) // errors are returned; -h prints historyUsage
+	cfgPath := fl.String("config", "", "")
+	dataDir := fl.String("data", "", "")
+	asJSON := fl.Bool("json", false, "")
+	var n, limit int
+	var from, to string
+	switch cmd {
+	case "recent":
+		fl.IntVar(&n, "n", 20, "")
+	case "range":
+		fl.StringVar(&from, "from", "", "")
+		fl.StringVar(&to, "to", "", "")
+		fl.IntVar(&limit, "limit", 1000, "")
+	case "search":
+		fl.IntVar(&limit, "limit", 20, "")
+	}
+	words, err := parseInterspersed(fl, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stderr, historyUsage)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("history %s: %w (see frontdesk history -h)", cmd, err)
+	}
+	if cmd != "search" && len(words) > 0 {
+		return fmt.Errorf("history %s: unexpected argument %q (see frontdesk history -h)", cmd, words[0])
+	}
+
+	cfg, err := loadConfig(*cfgPath, "", *dataDir)
+	if err != nil {
+		return err
+	}
+	path := cfg.Session.ChatLogPath
+	parts, err := history.Parts(path)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		return fmt.Errorf("history: no chat log at %s (wrong -data or -config?)", path)
+	}
+	r := history.NewReader(path)
+	out := &historyOut{w: stdout, note: stderr, json: *asJSON, width: termWidth(getenv)}
+
+	var st history.Stats
+	switch cmd {
+	case "recent":
+		if n < 1 {
+			return fmt.Errorf("history recent: -n %d, want at least 1", n)
+		}
+		var evs []event.Event
+		evs, st, err = r.Recent(n)
+		if err != nil {
+			return err
+		}
+		err = out.events(evs)
+	case "range":
+		if limit < 0 {
+			return fmt.Errorf("history range: -limit %d, want 0 (no limit) or more", limit)
+		}
+		f, err := history.ParseBound(from)
+		if err != nil {
+			return fmt.Errorf("history range: -from: %w", err)
+		}
+		t, err := history.ParseBound(to)
+		if err != nil {
+			return fmt.Errorf("history range: -to: %w", err)
+		}
+		if f.Seq != 0 && t.Seq != 0 && f.Seq > t.Seq || !f.Time.IsZero() && !t.Time.IsZero() && f.Time.After(t.Time) {
+			return fmt.Errorf("history range: -from %s is after -to %s", from, to)
+		}
+		evs, truncated, rst, err := r.Range(f, t, limit)
+		if err != nil {
+			return err
+		}
+		st = rst
+		if err := out.events(evs); err != nil {
+			return err
+		}
+		if truncated {
+			last := evs[len(evs)-1].Seq
+			fmt.Fprintf(stderr, "frontdesk: stopped at -limit %d; more events follow (continue with -from %d)\n", limit, last+1)
+		}
+	case "search":
+		if limit < 0 {
+			return fmt.Errorf("history search: -limit %d, want 0 (no limit) or more", limit)
+		}
+		q := strings.Join(words, " ")
+		if strings.TrimSpace(q) == "" {
+			return errors.New("history search: missing QUERY (see frontdesk history -h)")
+		}
+		var hits []history.Hit
+		hits, st, err = r.Search(q, limit)
+		if err != nil {
+			return err
+		}
+		err = out.hits(hits)
+	}
+	if err != nil {
+		return err
+	}
+	if st.Skipped > 0 {
+		fmt.Fprintf(stderr, "frontdesk: skipped %d malformed or partial lines or damaged .gz parts\n", st.Skipped)
+	}
+	return nil
+}
+
+// parseInterspersed parses flags anywhere among the arguments (so that
+// "search foo -json" works) and returns the others; after "--" everything
+// is an argument.
+func parseInterspersed(fl *flag.FlagSet, args []string) ([]string, error) {
+	var words []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fl.Args()
+		if len(rest) == 0 {
+			return words, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(words, rest...), nil
+		}
+		words = append(words, rest[0])
+		args = rest[1:]
+	}
+}
+
+// termWidth is the width tables are cut to: $COLUMNS if it is set, else 100.
+func termWidth(getenv func(string) string) int {
+	if n, err := strconv.Atoi(getenv("COLUMNS")); err == nil && n >= 40 {
+		return n
+	}
+	return 100
+}
+
+// historyOut prints events or hits as a table or as NDJSON.
+type historyOut struct {
+	w     io.Writer
+	note  io.Writer // where "no events" goes, so that stdout stays clean
+	json  bool
+	width int
+}
+
+func (o *historyOut) events(evs []event.Event) error {
+	if o.json {
+		return writeNDJSON(o.w, evs)
+	}
+	if len(evs) == 0 {
+		fmt.Fprintln(o.note, "frontdesk: no events")
+		return nil
+	}
+	rows := make([][5]string, len(evs))
+	for i, e := range evs {
+		who, text := describe(e)
+		rows[i] = [5]string{strconv.FormatInt(e.Seq, 10), localTime(e.TS.Std()), string(e.Type), who, text}
+	}
+	return o.table([5]string{"SEQ", "TIME", "TYPE", "CHANNEL", "TEXT"}, rows)
+}
+
+func (o *historyOut) hits(hits []history.Hit) error {
+	if o.json {
+		return writeNDJSON(o.w, hits)
+	}
+	if len(hits) == 0 {
+		fmt.Fprintln(o.note, "frontdesk: no matches")
+		return nil
+	}
+	rows := make([][5]string, len(hits))
+	for i, h := range hits {
+		rows[i] = [5]string{strconv.FormatInt(h.Seq, 10), localTime(h.TS), h.Type, channelFrom(h.Channel, h.From), h.Snippet}
+	}
+	return o.table([5]string{"SEQ", "TIME", "TYPE", "CHANNEL", "MATCH"}, rows)
+}
+
+func writeNDJSON[T any](w io.Writer, vs []T) error {
+	enc := json.NewEncoder(w)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// table prints rows aligned, the last column cut so that a row fits in
+// o.width.
+func (o *historyOut) table(head [5]string, rows [][5]string) error {
+	const gap = 2
+	prefix := 0
+	for c := range 4 {
+		w := utf8.RuneCountInString(head[c])
+		for _, r := range rows {
+			w = max(w, utf8.RuneCountInString(r[c]))
+		}
+		prefix += w + gap
+	}
+	room := max(o.width-prefix, 10)
+	tw := tabwriter.NewWriter(o.w, 0, 0, gap, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head[:], "\t"))
+	for _, r := range rows {
+		r[4] = cut(flatten(r[4]), room)
+		fmt.Fprintln(tw, strings.Join(r[:], "\t"))
+	}
+	return tw.Flush()
+}
+
+// describe returns an event's channel column and text.
+func describe(e event.Event) (who, text string) {
+	switch e.Type {
+	case event.User:
+		var d event.UserData
+		if e.Decode(&d) == nil {
+			return channelFrom(d.Channel, d.From), d.Content
+		}
+	case event.Assistant:
+		var d event.AssistantData
+		if e.Decode(&d) == nil {
+			if d.Partial {
+				return "", d.Content + " [partial]"
+			}
+			return "", d.Content
+		}
+	case event.ToolCall:
+		var d event.ToolCallData
+		if e.Decode(&d) == nil {
+			return "", d.Name + " " + string(d.Args)
+		}
+	case event.ToolResult:
+		var d event.ToolResultData
+		if e.Decode(&d) == nil {
+			if d.Error != "" {
+				return "", d.Name + " failed: " + d.Error
+			}
+			return "", d.Name + ": " + d.Output
+		}
+	case event.TurnEnd:
+		var d event.TurnEndData
+		if e.Decode(&d) == nil {
+			s := fmt.Sprintf("%s in %s", d.Status, (time.Duration(d.DurationMS) * time.Millisecond).String())
+			if d.Error != "" {
+				s += ": " + d.Error
+			}
+			return "", s
+		}
+	case event.Notice:
+		var d event.TextData
+		if e.Decode(&d) == nil {
+			return "", d.Text
+		}
+	case event.Reset:
+		var d event.ResetData
+		if e.Decode(&d) == nil {
+			return "", fmt.Sprintf("%s, kept %d exchanges", d.Reason, d.Kept)
+		}
+	}
+	return "", string(e.Data)
+}
+
+func channelFrom(channel, from string) string {
+	if from == "" {
+		return channel
+	}
+	return channel + ":" + from
+}
+
+// localTime is t in the local zone, to the second.
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.RFC3339)
+}
+
+// flatten turns runs of whitespace and control characters (a tab would
+// break the table) into single spaces.
+func flatten(s string) string {
+	var sb strings.Builder
+	space := false
+	for _, r := range strings.TrimSpace(s) {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			space = true
+			continue
+		}
+		if space {
+			sb.WriteByte(' ')
+			space = false
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// cut shortens s to n runes, the last one "…" if it cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for range n - 1 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i] + "…"
+}

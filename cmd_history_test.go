@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+var historyT0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// historyData writes a data directory whose chat log has a gzipped part,
+// a plain part and the live file (with one malformed line), and returns
+// the directory, a config file naming it, and the events in seq order.
+func historyData(t *testing.T) (dir, cfg string, evs []event.Event) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	add := func(typ event.Type, turn string, data any) {
+		e := event.New(typ, turn, historyT0.Add(time.Duration(len(evs)+1)*time.Minute), data)
+		e.Seq, e.V = int64(len(evs)+1), event.LogVersion
+		evs = append(evs, e)
+	}
+	turn := func(n int, channel, from, input, reply string) {
+		id := fmt.Sprintf("t%d", n)
+		add(event.User, id, event.UserData{Channel: channel, From: from, Content: input})
+		add(event.Assistant, id, event.AssistantData{Content: reply})
+		add(event.TurnEnd, id, event.TurnEndData{Status: event.StatusCompleted, DurationMS: 1500})
+	}
+	turn(1, "web", "", "Hello there", "Hi! How can I help?")
+	turn(2, "email", "bob@example.com", "J'étais à l'école", "Très bien.")
+	turn(3, "console", "", "Tell me about the <b>quarterly</b> report & more", "It is due Friday.")
+	turn(4, "web", "", "Write a very long answer please", strings.Repeat("long words here ", 30))
+	add(event.Notice, "", event.TextData{Text: "The current request was canceled."})
+	add(event.Reset, "", event.ResetData{Reason: "manual", Kept: 20})
+
+	lines := func(evs []event.Event) []byte {
+		var b []byte
+		for _, e := range evs {
+			l, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(append(b, l...), '\n')
+		}
+		return b
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(lines(evs[:3]))
+	zw.Close()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("chat_history-2026-11-22T09-00-00.000.ndjson.gz", gz.Bytes())
+	write("chat_history-2026-11-22T10-00-00.000.ndjson", lines(evs[3:6]))
+	write("chat_history.ndjson", append(append(lines(evs[6:9]), "{broken\n"...), lines(evs[9:])...))
+
+	cfg = filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "data_dir: %q\n", dir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg, evs
+}
+
+func runHistoryT(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = runHistory(args, func(k string) string { return env[k] }, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func ndjsonSeqs(t *testing.T, out string) []int64 {
+	t.Helper()
+	var seqs []int64
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var v struct{ Seq int64 }
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("not NDJSON: %q: %v", sc.Text(), err)
+		}
+		seqs = append(seqs, v.Seq)
+	}
+	return seqs
+}
+
+func seqRange(from, to int64) []int64 {
+	var out []int64
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestHistoryJSON(t *testing.T) {
+	_, cfg, evs := historyData(t)
+	last := evs[len(evs)-1].Seq
+	tests := []struct {
+		name        string
+		args        []string
+		want        []int64
+		wantStderr  string
+		noStderr    bool
+		wantInLines []string
+	}{
+		{"recent", []string{"recent", "-n", "3"}, seqRange(last-2, last), "", true, nil},
+		{"recent across parts", []string{"recent", "-n", "100"}, seqRange(1, last), "skipped 1", false, nil},
+		{"range by seq", []string{"range", "-from", "2", "-to", "8"}, seqRange(2, 8), "", true, nil},
+		{"range by time", []string{"range", "-from", historyT0.Add(4 * time.Minute).Format(time.RFC3339), "-to", historyT0.Add(5 * time.Minute).In(time.FixedZone("", 3600)).Format(time.RFC3339)},
+			[]int64{4, 5}, "", true, nil},
+		{"range open end", []string{"range", "-from", "12"}, seqRange(12, last), "", false, nil},
+		{"range limited", []string{"range", "-limit", "2"}, []int64{1, 2}, "continue with -from 3", false, nil},
+		{"search", []string{"search", "ÉCOLE"}, []int64{4}, "", true, []string{`"channel":"email"`, `"from":"bob@example.com"`, `"snippet":"J'étais à l'école"`}},
+		{"search flags after the query", []string{"search", "<B>quarterly</b>", "-limit", "5"}, []int64{7}, "", true, nil},
+		{"search several words", []string{"search", "-limit", "5", "quarterly</b>", "REPORT"}, []int64{7}, "", true, nil},
+		{"search newest first", []string{"search", "e"}, []int64{11, 10, 8, 7, 5, 4, 2, 1}, "", false, nil},
+		{"search none", []string{"search", "zebra"}, nil, "", false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runHistoryT(t, nil, append(append([]string{}, tc.args...), "-json", "-config", cfg)...)
+			if err != nil {
+				t.Fatalf("err %v, stderr %q", err, errOut)
+			}
+			if got := ndjsonSeqs(t, out); !slices.Equal(got, tc.want) {
+				t.Errorf("seqs %v, want %v\n%s", got, tc.want, out)
+			}
+			if !strings.Contains(errOut, tc.wantStderr) || tc.noStderr && errOut != "" {
+				t.Errorf("stderr %q, want it to hold %q", errOut, tc.wantStderr)
+			}
+			for _, s := range tc.wantInLines {
+				if !strings.Contains(out, s) {
+					t.Errorf("output lacks %s:\n%s", s, out)
+				}
+			}
+		})
+	}
+}
+
+func TestHistoryJSONEventsAreTheLogLines(t *testing.T) {
+	dir, _, evs := historyData(t)
+	out, _, err := runHistoryT(t, nil, "range", "-json", "-data", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	for _, e := range evs {
+		b, _ := json.Marshal(e)
+		want.Write(append(b, '\n'))
+	}
+	if out != want.String() {
+		t.Errorf("NDJSON:\n%s\nwant:\n%s", out, want.String())
+	}
+}
+
+func TestHistoryTable(t *testing.T) {
+	_, cfg, evs := historyData(t)
+	var out, errOut string
+	var err error
+	for _, width := range []int{80, 100, 150} {
+		env := map[string]string{"COLUMNS": fmt.Sprint(width)}
+		if width == 100 {
+			env = nil // the default
+		}
+		out, errOut, err = runHistoryT(t, env, "recent", "-n", "100", "-config", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(errOut, "skipped 1 ") {
+			t.Errorf("stderr %q, want a note of the skipped line", errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != len(evs)+1 {
+			t.Fatalf("%d lines, want a header and %d rows:\n%s", len(lines), len(evs), out)
+		}
+		if f := strings.Fields(lines[0]); !slices.Equal(f, []string{"SEQ", "TIME", "TYPE", "CHANNEL", "TEXT"}) {
+			t.Errorf("header %q", lines[0])
+		}
+		textCol := utf8.RuneCountInString(lines[0][:strings.Index(lines[0], "TEXT")])
+		for i, l := range lines {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("width %d: line %d has %d runes: %q", width, i, n, l)
+			}
+			if i == 0 {
+				continue
+			}
+			if !strings.Contains(l, evs[i-1].TS.Std().Local().Format(time.RFC3339)) {
+				t.Errorf("line %d lacks its local time: %q", i, l)
+			}
+			if r := []rune(l); len(r) <= textCol || r[textCol-1] != ' ' || r[textCol] == ' ' {
+				t.Errorf("line %d is not aligned: %q", i, l)
+			}
+		}
+		if l := lines[11]; !strings.Contains(l, "long words here") || !strings.HasSuffix(l, "…") {
+			t.Errorf("width %d: the long answer is not cut with …: %q", width, l)
+		}
+	}
+	for _, want := range []string{
+		"email:bob@example.com  J'étais à l'école",
+		"Tell me about the <b>quarterly</b> report & more",
+		"completed in 1.5s",
+		"manual, kept 20 exchanges",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, _, err = runHistoryT(t, nil, "search", "quarterly", "-config", cfg)
+	if err != nil || !strings.HasPrefix(out, "SEQ") || !strings.Contains(out, "console") ||
+		!strings.Contains(out, "Tell me about the <b>quarterly</b>") {
+		t.Errorf("search table (err %v):\n%s", err, out)
+	}
+	out, errOut, err = runHistoryT(t, nil, "search", "nothing-like-this", "-config", cfg)
+	if err != nil || out != "" || !strings.Contains(errOut, "no matches") {
+		t.Errorf("no match: out %q, stderr %q, err %v", out, errOut, err)
+	}
+}
+
+func TestHistoryErrors(t *testing.T) {
+	dir, cfg, _ := historyData(t)
+	empty := t.TempDir()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no command", nil, "missing command"},
+		{"unknown command", []string{"tail"}, `unknown command "tail"`},
+		{"bad flag", []string{"recent", "-x"}, "flag provided but not defined: -x"},
+		{"bad n", []string{"recent", "-n", "0"}, "-n 0"},
+		{"stray argument", []string{"recent", "5"}, `unexpected argument "5"`},
+		{"bad bound", []string{"range", "-from", "yesterday"}, "-from: \"yesterday\" is neither"},
+		{"inverted seqs", []string{"range", "-from", "9", "-to", "3"}, "-from 9 is after -to 3"},
+		{"inverted times", []string{"range", "-from", "2026-11-22T12:00:00Z", "-to", "2026-11-22T11:00:00Z"}, "is after"},
+		{"negative limit", []string{"range", "-limit", "-1"}, "-limit -1"},
+		{"no query", []string{"search", "-limit", "3"}, "missing QUERY"},
+		{"no log", []string{"recent", "-data", empty}, "no chat log at " + filepath.Join(empty, "chat_history.ndjson")},
+		{"bad config", []string{"recent", "-config", filepath.Join(dir, "none.yaml")}, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if len(args) > 0 && !slices.Contains(args, "-data") && !slices.Contains(args, "-config") {
+				args = append(args, "-config", cfg)
+			}
+			out, _, err := runHistoryT(t, nil, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err %v, want it to mention %q", err, tc.wantErr)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing", out)
+			}
+		})
+	}
+	for _, args := range [][]string{{"-h"}, {"search", "-h"}} {
+		_, errOut, err := runHistoryT(t, nil, args...)
+		if err != nil || !strings.Contains(errOut, "usage: frontdesk history recent") {
+			t.Errorf("%v: err %v, stderr %q; want the usage", args, err, errOut)
+		}
+	}
+	// After "--" a word that looks like a flag is part of the query.
+	out, _, err := runHistoryT(t, nil, "search", "-json", "-config", cfg, "--", "-n")
+	if err != nil || out != "" {
+		t.Errorf("search -- -n: out %q, err %v", out, err)
+	}
+}

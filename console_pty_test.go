@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/creack/pty"
+)
+
+// term is the frontdesk binary running in a pseudo-terminal, as an
+// operator would run it. It answers readline's cursor-position queries.
+type term struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	pty  *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer // everything the terminal showed
+	more chan struct{}
+	done chan error
+}
+
+func startInPty(t *testing.T, args ...string) *term {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{t: t, cmd: cmd, pty: f, more: make(chan struct{}, 1), done: make(chan error, 1)}
+	go tm.pump()
+	go func() { tm.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-tm.done
+		f.Close()
+	})
+	return tm
+}
+
+func (tm *term) pump() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := tm.pty.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			// readline asks where the cursor is; a terminal answers.
+			if c := bytes.Count(chunk, []byte("\x1b[6n")); c > 0 {
+				for range c {
+					tm.pty.Write([]byte("\x1b[1;1R"))
+				}
+			}
+			tm.mu.Lock()
+			tm.out.Write(chunk)
+			tm.mu.Unlock()
+			select {
+			case tm.more <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// screen is what the terminal shows now (all lines, scrollback included).
+func (tm *term) screen() string {
+	tm.mu.Lock()
+	b := append([]byte(nil), tm.out.Bytes()...)
+	tm.mu.Unlock()
+	vt := newVTScreen(160)
+	vt.write(b)
+	return vt.String()
+}
+
+// waitFor waits until the screen matches re at least n times and returns
+// the screen.
+func (tm *term) waitFor(re string, n int) string {
+	tm.t.Helper()
+	rx := regexp.MustCompile(re)
+	return tm.waitUntil(re, func(s string) bool { return len(rx.FindAllStringIndex(s, -1)) >= n })
+}
+
+// waitPrompt waits until the bottom line is the prompt followed by typed.
+func (tm *term) waitPrompt(typed string) string {
+	tm.t.Helper()
+	want := strings.TrimRight("you› "+typed, " ")
+	return tm.waitUntil("prompt "+want, func(s string) bool {
+		lines := strings.Split(s, "\n")
+		return lines[len(lines)-1] == want
+	})
+}
+
+func (tm *term) waitUntil(what string, ok func(string) bool) string {
+	tm.t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		s := tm.screen()
+		if ok(s) {
+			return s
+		}
+		select {
+		case <-tm.more:
+		case err := <-tm.done:
+			tm.done <- err
+			tm.t.Fatalf("frontdesk exited (%v) while waiting for %s; screen:\n%s", err, what, tm.screen())
+		case <-deadline:
+			tm.t.Fatalf("no %s on the terminal within 15s; screen:\n%s", what, s)
+		}
+	}
+}
+
+func (tm *term) typeText(s string) {
+	tm.t.Helper()
+	if _, err := tm.pty.Write([]byte(s)); err != nil {
+		tm.t.Fatal(err)
+	}
+}
+
+func TestConsoleREPL(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte("agent:\n  demo:\n    delay_ms: 40\n"), 0o600)
+	tm := startInPty(t, "-addr", "127.0.0.1:0", "-data", "d", "-config", cfg)
+	url := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(tm.waitFor(`listening on http://\S+`, 1))[1]
+	tm.waitPrompt("")
+
+	// A typed line goes to the assistant; the reply streams in on one line
+	// and the prompt comes back below it.
+	tm.typeText("hello there\r")
+	scr := tm.waitFor(`real model\.`, 1)
+	tm.waitPrompt("")
+	if !strings.Contains(scr, "you› hello there\n") || !strings.Contains(scr, "assistant› You said “hello there” (2 words). I am the frontdesk demo assistant") {
+		t.Fatalf("screen after the first reply:\n%s", scr)
+	}
+
+	// A browser client watching sees the console input labelled console.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"channel":"console","from":"","content":"hello there"`) {
+			break
+		}
+		if strings.Contains(string(b), `"type":"synced"`) {
+			t.Fatal("replay has no console-labelled user event")
+		}
+	}
+
+	// Something arriving through another door while a line is half typed:
+	// it is printed above, and the half-typed line stays intact below.
+	tm.typeText("half-typ")
+	tm.waitPrompt("half-typ")
+	resp, err := http.Post(url+"/api/messages", "application/json", strings.NewReader(`{"content":"ping from cron","channel":"cron"}`))
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("webhook post: %v %v", err, resp)
+	}
+	scr = tm.waitFor(`real model\.`, 2)
+	if !strings.Contains(scr, "[cron] ping from cron\n") || !strings.Contains(scr, "assistant› You said “ping from cron”") {
+		t.Fatalf("webhook input not shown properly:\n%s", scr)
+	}
+	tm.waitPrompt("half-typ")
+	tm.typeText("ed\r")
+	tm.waitFor(`You said “half-typed”`, 1)
+	tm.waitFor(`real model\.`, 3)
+
+	// /cancel stops a running reply.
+	tm.typeText("tell me something long\r")
+	tm.waitFor(`You said “tell me something long”`, 1)
+	tm.typeText("/cancel\r")
+	tm.waitFor(`The current request was canceled\.`, 1)
+
+	// Ctrl-C cancels a running reply too…
+	tm.typeText("and another one\r")
+	tm.waitFor(`You said “and another one”`, 1)
+	tm.typeText("\x03")
+	tm.waitFor(`The current request was canceled\.`, 2)
+	// …and on an idle prompt it clears the line instead.
+	tm.waitPrompt("")
+	tm.typeText("never sent")
+	tm.waitPrompt("never sent")
+	tm.typeText("\x03")
+	tm.waitPrompt("")
+
+	// Commands.
+	tm.typeText("/status\r")
+	tm.waitFor(`session s-[0-9a-f]+ · generation 1 · idle`, 1)
+	tm.typeText("/history 2\r")
+	tm.waitFor(`\[cancelled\]`, 1)
+	tm.typeText("/search half-typed\r")
+	tm.waitFor(`#\d+ console: half-typed`, 1)
+	tm.typeText("/nope\r")
+	tm.waitFor(`unknown command /nope`, 1)
+
+	// /quit ends the REPL; the server keeps serving.
+	tm.typeText("/quit\r")
+	tm.waitFor(`console closed; the server keeps running`, 1)
+	var info struct {
+		LastSeq int64 `json:"last_seq"`
+	}
+	if code := getJSON(t, url+"/api/session", &info); code != 200 || info.LastSeq == 0 {
+		t.Fatalf("server after /quit: %d %+v", code, info)
+	}
+	// "never sent" was cleared by Ctrl-C and never reached the session.
+	var hist struct{ Hits []json.RawMessage }
+	getJSON(t, url+"/api/history/search?q=never+sent", &hist)
+	if len(hist.Hits) != 0 {
+		t.Fatalf("the cleared line was sent: %s", hist.Hits)
+	}
+	if err := tm.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-tm.done; err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	tm.done <- nil
+}
+
+func TestConsoleCtrlDEndsREPLOnly(t *testing.T) {
+	tm := startInPty(t, "-addr", "127.0.0.1:0", "-data", "d")
+	tm.waitPrompt("")
+	url := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(tm.screen())[1]
+	tm.typeText("\x04")
+	tm.waitFor(`console closed`, 1)
+	var health map[string]string
+	if code := getJSON(t, url+"/healthz", &health); code != 200 {
+		t.Fatalf("healthz after Ctrl-D: %d", code)
+	}
+}
+
+func TestConsoleOnPipeEndsAtEOFServerKeepsServing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("channels:\n  console:\n    enabled: true\nagent:\n  demo:\n    delay_ms: 0\n"), 0o600)
+	// Input from a pipe: one message, then end of input.
+	p := startBinaryWithStdin(t, dir, strings.NewReader("from a pipe\n"), "-addr", "127.0.0.1:0", "-data", "d", "-config", cfg)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var hist struct{ Hits []json.RawMessage }
+		getJSON(t, p.url+"/api/history/search?q=from+a+pipe", &hist)
+		if len(hist.Hits) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("piped line never reached the session\n%s", p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var health map[string]string
+	if code := getJSON(t, p.url+"/healthz", &health); code != 200 {
+		t.Fatalf("healthz after stdin EOF: %d", code)
+	}
+}

@@ -1,0 +1,121 @@
+package hub
+
+import (
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// publish stamps e with the next seq and the time, logs it if persisted,
+// and delivers it. A log failure is reported but does not stop the stream:
+// the event already happened.
+func (m *SessionManager) publish(e event.Event) {
+	m.seq++
+	e.Seq = m.seq
+	e.TS = event.Time(m.cfg.Now())
+	if e.Type.Persisted() {
+		if err := m.log.Append(e); err != nil {
+			m.cfg.Logger.Error("append to chat log", "seq", e.Seq, "type", e.Type, "err", err)
+		}
+	}
+	m.deliver(e)
+}
+
+// deliver adds e to the buffer and ring and fans it out without blocking:
+// a subscriber whose queue is full is dropped.
+func (m *SessionManager) deliver(e event.Event) *Frame {
+	f := newFrame(e)
+	m.buf = append(m.buf, f)
+	if !e.Type.Persisted() {
+		m.volatile++
+	}
+	m.trimBuffer()
+	m.ring.Add(e)
+	for s := range m.subs {
+		select {
+		case s.c <- f:
+		default:
+			m.drop(s, ErrSlowConsumer)
+		}
+	}
+	return f
+}
+
+// maxVolatile caps a running turn's status and delta frames in the buffer,
+// against a runaway backend.
+const maxVolatile = 20000
+
+// trimBuffer keeps at most BufferEvents persisted events. A running turn's
+// status and delta frames do not count (they are compacted away when it
+// ends, so a long reply does not push out history), up to maxVolatile.
+func (m *SessionManager) trimBuffer() {
+	n := len(m.buf) - m.volatile - m.cfg.BufferEvents
+	if over := len(m.buf) - m.cfg.BufferEvents - maxVolatile; over > n {
+		n = over
+	}
+	if n <= 0 {
+		return
+	}
+	for _, f := range m.buf[:n] {
+		if !f.Event.Type.Persisted() {
+			m.volatile--
+		}
+	}
+	m.bufFirst = m.buf[n-1].Event.Seq + 1
+	clear(m.buf[:n])
+	m.buf = m.buf[n:]
+}
+
+// compact drops the turn's transient events (status, delta) from the
+// buffer once the turn has ended: its assistant event supersedes them, so
+// replay stays short and matches what the chat log holds.
+func (m *SessionManager) compact(turn string) {
+	out := m.buf[:0]
+	for _, f := range m.buf {
+		if f.Event.Turn == turn && !f.Event.Type.Persisted() {
+			continue
+		}
+		out = append(out, f)
+	}
+	clear(m.buf[len(out):])
+	m.buf = out
+	m.volatile = 0
+	for _, f := range m.buf {
+		if !f.Event.Type.Persisted() {
+			m.volatile++ // another turn's, e.g. one cut short by interrupt
+		}
+	}
+}
+
+func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
+	s := &Subscription{c: make(chan *Frame, m.cfg.ClientQueue), m: m}
+	m.subs[s] = struct{}{}
+	snap := Snapshot{
+		Connected: event.ConnectedData{
+			SessionID: m.sess.SessionID, Generation: m.sess.Generation,
+			Busy: m.turn != nil, LastSeq: m.seq, Resumed: m.seq > 0,
+		},
+		Synced: event.SyncedData{LastSeq: m.seq},
+	}
+	// Gapless when every event after since is still covered by the buffer
+	// (compacted deltas are covered: their assistant event replaces them).
+	if since >= m.bufFirst-1 && since <= m.seq {
+		snap.Synced.Gapless = true
+		i := len(m.buf)
+		for i > 0 && m.buf[i-1].Event.Seq > since {
+			i--
+		}
+		snap.Replay = append([]*Frame(nil), m.buf[i:]...)
+	} else {
+		snap.Replay = append([]*Frame(nil), m.buf...)
+	}
+	return s, snap
+}
+
+// drop removes s and closes its channel; err says why (nil: unsubscribed).
+func (m *SessionManager) drop(s *Subscription, err error) {
+	if _, ok := m.subs[s]; !ok {
+		return
+	}
+	delete(m.subs, s)
+	s.err = err
+	close(s.c)
+}

@@ -1,0 +1,246 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
+	"github.com/frontdesk-hq/frontdesk/memory"
+)
+
+// Reset reasons.
+const (
+	ResetManual = "manual"
+	ResetIdle   = "idle-timeout"
+)
+
+// consolidateTimeout bounds one memory consolidation (a model call).
+const consolidateTimeout = 2 * time.Minute
+
+// restore resumes seq, buffer, ring and accepted ids from the chat log's
+// tail, then marks a turn the process died in as interrupted.
+func (m *SessionManager) restore(tail []event.Event) {
+	clean := make([]event.Event, 0, len(tail))
+	for _, e := range tail {
+		if e.Seq <= m.seq {
+			continue // out of order or duplicate line: keep seq strictly increasing
+		}
+		e.V = 0
+		m.seq = e.Seq
+		clean = append(clean, e)
+	}
+	var open *event.Event // the last turn, while it has no turn_end
+	resetAt := -1
+	for i, e := range clean {
+		m.ring.Add(e)
+		switch e.Type {
+		case event.User:
+			open = &clean[i]
+		case event.TurnEnd:
+			if open != nil && e.Turn == open.Turn {
+				open = nil
+			}
+		case event.Reset:
+			resetAt = i
+		}
+	}
+	// The buffer is what it was after the last reset: the exchanges that
+	// reset kept, then everything since.
+	keep := clean
+	if resetAt >= 0 {
+		var d event.ResetData
+		_ = json.Unmarshal(clean[resetAt].Data, &d)
+		kept := history.NewRing(d.Kept)
+		for _, e := range clean[:resetAt] {
+			kept.Add(e)
+		}
+		keep = append(kept.Events(), clean[resetAt:]...)
+		m.lastReset = clean[resetAt].Seq
+	}
+	for _, e := range clean {
+		f := newFrame(e)
+		m.remember(f)
+	}
+	for _, e := range keep {
+		m.buf = append(m.buf, newFrame(e))
+	}
+	switch {
+	case resetAt >= 0:
+		m.bufFirst = m.lastReset
+	case len(clean) > 0:
+		m.bufFirst = clean[0].Seq
+	}
+	m.trimBuffer()
+
+	if open != nil {
+		// The process died mid-turn: close the turn for everyone.
+		m.publish(event.New(event.TurnEnd, open.Turn, time.Time{}, event.TurnEndData{
+			Status:     event.StatusInterrupted,
+			Error:      "the server stopped while this reply was running",
+			DurationMS: max(0, m.cfg.Now().Sub(open.TS.Std()).Milliseconds()),
+		}))
+		m.settle(TurnOutcome{Turn: open.Turn, Status: event.StatusInterrupted, Error: "the server stopped while this reply was running"})
+	}
+}
+
+// reset runs DESIGN.md rule 8: cancel the running turn; write the buffer
+// to an audit file; trim the buffer to the chat ring; consolidate memory
+// (on a goroutine: a model call must not stall the session); append and
+// broadcast the reset event; bump the generation. Queued inputs then run
+// in the new generation.
+func (m *SessionManager) reset(ctx context.Context, reason string) event.ResetData {
+	m.cancelTurn()
+	if err := m.writeAudit(); err != nil {
+		// The chat log still holds everything; the audit copy is a convenience.
+		m.cfg.Logger.Error("write reset audit file", "err", err)
+	}
+	var outgoing []event.Event // this generation's conversation, for memory
+	for _, f := range m.buf {
+		if f.Event.Seq > m.lastReset && (f.Event.Type == event.User || f.Event.Type == event.Assistant) {
+			outgoing = append(outgoing, f.Event)
+		}
+	}
+	kept := m.ring.Events()
+	bySeq := make(map[int64]*Frame, len(m.buf))
+	for _, f := range m.buf {
+		bySeq[f.Event.Seq] = f
+	}
+	buf := make([]*Frame, 0, len(kept)+1)
+	for _, e := range kept {
+		f, ok := bySeq[e.Seq]
+		if !ok {
+			f = newFrame(e)
+		}
+		buf = append(buf, f)
+	}
+	m.buf, m.volatile = buf, 0
+
+	m.sess.Generation++
+	if err := saveSession(m.cfg.DataDir, m.sess); err != nil {
+		m.cfg.Logger.Error("save session after reset", "err", err)
+	}
+	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
+	m.publish(event.New(event.Reset, "", time.Time{}, d))
+	m.lastReset = m.seq
+	m.bufFirst = m.seq
+	m.consolidate(ctx, outgoing, reason)
+	m.saveShortTerm()
+	m.startPending(ctx)
+	return d
+}
+
+// writeAudit writes the whole buffer to audit/<time>.ndjson (0600).
+func (m *SessionManager) writeAudit() error {
+	dir := filepath.Join(m.cfg.DataDir, "audit")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	for _, f := range m.buf {
+		if !f.Event.Type.Persisted() {
+			continue
+		}
+		e := f.Event
+		e.V = event.LogVersion
+		line, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	name := m.cfg.Now().UTC().Format("2006-01-02T15-04-05.000") + ".ndjson"
+	return atomicfile.Write(filepath.Join(dir, name), b.Bytes(), 0o600)
+}
+
+// consolidate folds the outgoing conversation into long-term memory on a
+// goroutine of its own; its Wait is part of shutdown.
+func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Event, reason string) {
+	mem := m.cfg.Memory
+	if mem == nil || len(transcript) == 0 {
+		return
+	}
+	sum, _ := m.agent.(memory.Summarizer)
+	now := m.cfg.Now()
+	log := m.cfg.Logger
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		cctx, cancel := context.WithTimeout(ctx, consolidateTimeout)
+		defer cancel()
+		entry, err := mem.Consolidate(cctx, sum, transcript, reason, now)
+		if err != nil {
+			log.Error("consolidate memory", "err", err)
+			return
+		}
+		log.Info("memory consolidated", "heading", entry.Heading, "fallback", entry.Fallback, "summarizer_err", entry.Err)
+	}()
+}
+
+// saveShortTerm hands the current context to the short-term writer,
+// replacing an older snapshot it has not written yet.
+func (m *SessionManager) saveShortTerm() {
+	if m.cfg.Memory == nil {
+		return
+	}
+	var cur []event.Event
+	for _, f := range m.buf {
+		if f.Event.Type == event.User || f.Event.Type == event.Assistant {
+			cur = append(cur, f.Event)
+		}
+	}
+	select {
+	case <-m.shortTerm: // drop the stale snapshot
+	default:
+	}
+	m.shortTerm <- cur // the hub is the only sender and just made room
+}
+
+// writeShortTerm writes short_term.md whenever the hub hands it a new
+// snapshot, until shutdown closes the channel (after its last snapshot).
+func (m *SessionManager) writeShortTerm() {
+	for evs := range m.shortTerm {
+		if err := m.cfg.Memory.WriteShortTerm(evs); err != nil {
+			m.cfg.Logger.Error("write short-term memory", "err", err)
+		}
+	}
+}
+
+// recent returns up to n of the newest persisted events in the buffer.
+func (m *SessionManager) recent(n int) []event.Event {
+	var out []event.Event
+	for i := len(m.buf) - 1; i >= 0 && len(out) < n; i-- {
+		if e := m.buf[i].Event; e.Type.Persisted() {
+			out = append(out, e)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// Recent returns the newest n persisted events, oldest first: from the
+// buffer when it holds them all (no disk access), else from the chat log.
+func (m *SessionManager) Recent(ctx context.Context, n int) ([]event.Event, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	reply := make(chan []event.Event, 1)
+	evs, err := call(ctx, m, recentCmd{n: n, reply: reply}, reply)
+	if err != nil || len(evs) == n || m.cfg.History == nil {
+		return evs, err
+	}
+	disk, _, err := m.cfg.History.Recent(n)
+	if err != nil {
+		return nil, fmt.Errorf("read chat log: %w", err)
+	}
+	return disk, nil
+}
