@@ -113,6 +113,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer sub.Close()
 
 	cn := &conn{c: c, h: h, direct: make(chan []byte, directQueue)}
+	cn.deadline = time.AfterFunc(time.Hour, func() { c.CloseNow() })
+	cn.deadline.Stop()
+	defer cn.deadline.Stop()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -142,6 +145,11 @@ type conn struct {
 	c      *websocket.Conn
 	h      *Handler
 	direct chan []byte // per-connection replies, written by the writer
+	// deadline closes the connection when one write takes longer than
+	// WriteTimeout. One timer per connection, reset per frame: a
+	// context.WithTimeout per write cost ~7 allocations per delivery and
+	// showed up in the fan-out profile.
+	deadline *time.Timer
 }
 
 // reply queues a per-connection frame; if the queue is full the client is
@@ -244,15 +252,15 @@ func (cn *conn) command(ctx context.Context, action string) {
 func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snapshot) {
 	now := time.Now()
 	snap.Connected.MaxMessageBytes = cn.h.opts.MaxMessageBytes
-	if !cn.writeEvent(ctx, event.New(event.Connected, "", now, snap.Connected)) {
+	if !cn.writeEvent(event.New(event.Connected, "", now, snap.Connected)) {
 		return
 	}
 	for _, f := range snap.Replay {
-		if !cn.writeFrame(ctx, f.JSON) {
+		if !cn.writeFrame(f.JSON) {
 			return
 		}
 	}
-	if !cn.writeEvent(ctx, event.New(event.Synced, "", now, snap.Synced)) {
+	if !cn.writeEvent(event.New(event.Synced, "", now, snap.Synced)) {
 		return
 	}
 	ping := time.NewTicker(cn.h.opts.PingInterval)
@@ -271,11 +279,11 @@ func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snaps
 				}
 				return
 			}
-			if !cn.writeFrame(ctx, f.JSON) {
+			if !cn.writeFrame(f.JSON) {
 				return
 			}
 		case b := <-cn.direct:
-			if !cn.writeFrame(ctx, b) {
+			if !cn.writeFrame(b) {
 				return
 			}
 		case <-ping.C:
@@ -291,18 +299,21 @@ func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snaps
 	}
 }
 
-func (cn *conn) writeEvent(ctx context.Context, e event.Event) bool {
+func (cn *conn) writeEvent(e event.Event) bool {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return false
 	}
-	return cn.writeFrame(ctx, b)
+	return cn.writeFrame(b)
 }
 
-// writeFrame writes one frame with a deadline; on expiry the library closes
-// the connection, which is what a stuck peer deserves.
-func (cn *conn) writeFrame(ctx context.Context, b []byte) bool {
-	wctx, cancel := context.WithTimeout(ctx, cn.h.opts.WriteTimeout)
-	defer cancel()
-	return cn.c.Write(wctx, websocket.MessageText, b) == nil
+// writeFrame writes one frame within WriteTimeout; past it the deadline
+// timer closes the connection, which is what a stuck peer deserves. The
+// write itself takes no context: coder/websocket would set up a timeout per
+// call, and the writer ends through the closed connection or its loop.
+func (cn *conn) writeFrame(b []byte) bool {
+	cn.deadline.Reset(cn.h.opts.WriteTimeout)
+	err := cn.c.Write(context.Background(), websocket.MessageText, b)
+	cn.deadline.Stop()
+	return err == nil
 }
