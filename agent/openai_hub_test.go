@@ -66,16 +66,12 @@ func TestOpenAICancelThroughHub(t *testing.T) {
 	next := func(want event.Type) event.Event {
 		t.Helper()
 		for {
-			select {
-			case f, ok := <-sub.C():
-				if !ok {
-					t.Fatalf("subscription closed: %v", sub.Err())
-				}
-				if f.Event.Type == want {
-					return f.Event
-				}
-			case <-ctx.Done():
-				t.Fatalf("no %s event", want)
+			f, ok := sub.Next(ctx)
+			if !ok {
+				t.Fatalf("no %s event (stream error: %v)", want, sub.Err())
+			}
+			if f.Event.Type == want {
+				return f.Event
 			}
 		}
 	}

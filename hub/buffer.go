@@ -30,9 +30,7 @@ func (m *SessionManager) deliver(e event.Event) *Frame {
 	m.trimBuffer()
 	m.ring.Add(e)
 	for s := range m.subs {
-		select {
-		case s.c <- f:
-		default:
+		if !s.push(f) {
 			m.drop(s, ErrSlowConsumer)
 		}
 	}
@@ -86,7 +84,7 @@ func (m *SessionManager) compact(turn string) {
 }
 
 func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
-	s := &Subscription{c: make(chan *Frame, m.cfg.ClientQueue), m: m}
+	s := newSubscription(m)
 	m.subs[s] = struct{}{}
 	snap := Snapshot{
 		Connected: event.ConnectedData{
@@ -110,12 +108,11 @@ func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
 	return s, snap
 }
 
-// drop removes s and closes its channel; err says why (nil: unsubscribed).
+// drop removes s and ends its stream; err says why (nil: unsubscribed).
 func (m *SessionManager) drop(s *Subscription, err error) {
 	if _, ok := m.subs[s]; !ok {
 		return
 	}
 	delete(m.subs, s)
-	s.err = err
-	close(s.c)
+	s.end(err)
 }

@@ -83,16 +83,13 @@ func subscribe(t *testing.T, h *testHub, since int64) (*Subscription, Snapshot) 
 // next returns the next live event, failing after a deadline.
 func next(t *testing.T, s *Subscription) event.Event {
 	t.Helper()
-	select {
-	case f, ok := <-s.C():
-		if !ok {
-			t.Fatalf("subscription closed: %v", s.Err())
-		}
-		return f.Event
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5s")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f, ok := s.Next(ctx)
+	if !ok {
+		t.Fatalf("no event within 5s (stream error: %v)", s.Err())
 	}
-	return event.Event{}
+	return f.Event
 }
 
 // until reads events until one of type typ arrives and returns all read.
@@ -207,10 +204,8 @@ func TestInputNotLoggedIsNotEchoed(t *testing.T) {
 	if info.Busy || info.LastSeq != 0 {
 		t.Fatalf("after failed append info = %+v, want idle with last_seq 0", info)
 	}
-	select {
-	case f := <-s.C():
-		t.Fatalf("subscriber got %s for an input that was not recorded", f.Event.Type)
-	default:
+	if frames, _ := s.Take(); len(frames) > 0 {
+		t.Fatalf("subscriber got %s for an input that was not recorded", frames[0].Event.Type)
 	}
 }
 
@@ -533,7 +528,10 @@ func TestSlowConsumerDropped(t *testing.T) {
 		}
 	}
 	n := 0
-	for range slow.C() {
+	for {
+		if _, ok := slow.Next(ctxT(t)); !ok {
+			break
+		}
 		n++
 	}
 	if !errors.Is(slow.Err(), ErrSlowConsumer) || n != 16 {
@@ -555,7 +553,7 @@ func TestShutdownInterruptsTurn(t *testing.T) {
 	if te := data[event.TurnEndData](t, evs[len(evs)-1]); te.Status != event.StatusInterrupted {
 		t.Fatalf("turn_end at shutdown = %+v, want interrupted", te)
 	}
-	if _, ok := <-s.C(); ok || !errors.Is(s.Err(), ErrClosed) {
+	if _, ok := s.Next(ctxT(t)); ok || !errors.Is(s.Err(), ErrClosed) {
 		t.Fatalf("subscription after shutdown: err %v, want ErrClosed", s.Err())
 	}
 	if _, err := h.Submit(ctxT(t), Input{Channel: "web", Content: "late"}); !errors.Is(err, ErrClosed) {

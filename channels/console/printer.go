@@ -88,20 +88,17 @@ func (p *printer) welcome(snap hub.Snapshot) {
 func (p *printer) follow(ctx context.Context, s Session, sub *hub.Subscription) {
 	for {
 		for {
-			var f *hub.Frame
-			var ok bool
-			select {
-			case <-ctx.Done():
-				sub.Close()
-				return
-			case f, ok = <-sub.C():
-			}
+			f, ok := sub.Next(ctx)
 			if !ok {
 				break
 			}
 			p.mu.Lock()
 			p.event(f.Event)
 			p.mu.Unlock()
+		}
+		if ctx.Err() != nil {
+			sub.Close()
+			return
 		}
 		if !errors.Is(sub.Err(), hub.ErrSlowConsumer) {
 			return

@@ -269,17 +269,20 @@ func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snaps
 		select {
 		case <-ctx.Done():
 			return
-		case f, ok := <-sub.C():
-			if !ok {
+		case <-sub.Ready():
+			frames, ended := sub.Take()
+			for _, f := range frames {
+				if !cn.writeFrame(f.JSON) {
+					return
+				}
+			}
+			if ended {
 				switch sub.Err() {
 				case hub.ErrSlowConsumer:
 					cn.c.Close(websocket.StatusPolicyViolation, "slow consumer")
 				case hub.ErrClosed:
 					cn.c.Close(websocket.StatusGoingAway, "server shutting down")
 				}
-				return
-			}
-			if !cn.writeFrame(f.JSON) {
 				return
 			}
 		case b := <-cn.direct:
