@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +24,13 @@ var _ Agent = (*Demo)(nil)
 func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error) {
 	emit(event.Status, event.TextData{Text: "working on your message…"})
 	reply := DemoReply(req.Content, len(req.Context)/2)
+	if topic, ok := recallTopic(req.Content); ok {
+		r, err := d.recall(ctx, req, topic, emit)
+		if err != nil {
+			return Reply{}, err
+		}
+		reply = r
+	}
 	words := strings.SplitAfter(reply, " ")
 	var t *time.Timer
 	if d.Delay > 0 {
@@ -65,4 +74,77 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// recallPattern matches questions about the conversation's past, such as
+// "what did I say about X", "did I mention X", "what did we discuss
+// regarding X", "remind me what I said about X", "search history for X".
+var recallPattern = regexp.MustCompile(`(?i)(?:what|when)\s+(?:did|have)\s+(?:i|we)\s+(?:say|said|tell|told|mention|mentioned|write|wrote|discuss|discussed|talk|talked)(?:\s+you)?\s+(?:about|on|regarding|concerning)\s+(.+)|did\s+i\s+(?:ever\s+)?(?:mention|say|talk\s+about)\s+(.+)|search\s+(?:the\s+)?(?:history|conversation)\s+for\s+(.+)`)
+
+// recallTopic extracts X from a question about the past, if it is one.
+func recallTopic(content string) (string, bool) {
+	m := recallPattern.FindStringSubmatch(content)
+	if m == nil {
+		return "", false
+	}
+	for _, g := range m[1:] {
+		if g = strings.Trim(strings.TrimSpace(g), "?!.,;:\"'“”‘’ "); g != "" {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+// recall answers a question about the past with the history_search tool,
+// the way a model would: a tool_call, its tool_result, then a reply built
+// from what came back.
+func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitter) (string, error) {
+	var search *Tool
+	for i := range req.Tools {
+		if req.Tools[i].Name == "history_search" {
+			search = &req.Tools[i]
+		}
+	}
+	if search == nil {
+		return fmt.Sprintf("I cannot look back through our history right now, so I cannot tell what you said about %s.", topic), nil
+	}
+	args, _ := json.Marshal(map[string]any{"query": topic, "limit": 5})
+	id := "call_" + req.Turn + "_1"
+	emit(event.ToolCall, event.ToolCallData{ID: id, Name: search.Name, Args: args})
+	out, err := search.Call(ctx, args)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	res := event.ToolResultData{ID: id, Name: search.Name, Output: out}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	emit(event.ToolResult, res)
+	if err != nil {
+		return fmt.Sprintf("I tried to search our history for “%s”, but the search failed: %v.", topic, err), nil
+	}
+	var found struct {
+		Hits []struct {
+			Seq     int64     `json:"seq"`
+			TS      time.Time `json:"ts"`
+			Type    string    `json:"type"`
+			Turn    string    `json:"turn"`
+			Snippet string    `json:"snippet"`
+		} `json:"hits"`
+	}
+	_ = json.Unmarshal([]byte(out), &found)
+	var lines []string
+	for _, h := range found.Hits {
+		if h.Type != string(event.User) || h.Turn == req.Turn {
+			continue // your own words, not this very question or my echoes
+		}
+		lines = append(lines, fmt.Sprintf("on %s you said: “%s”", h.TS.UTC().Format("2 Jan 15:04"), h.Snippet))
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("I searched our whole history for “%s” and found nothing you said about it.", topic), nil
+	}
+	if len(lines) > 3 {
+		lines = lines[:3]
+	}
+	return fmt.Sprintf("I searched our history for “%s”. Most recently, %s.", topic, strings.Join(lines, "; and ")), nil
 }

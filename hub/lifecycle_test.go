@@ -333,3 +333,38 @@ func TestLongStringsAreTruncatedVisibly(t *testing.T) {
 	}
 	until(t, s, event.TurnEnd)
 }
+
+func TestDemoAgentAnswersFromHistorySearch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DataDir: dir, RetainExchanges: 1,
+		History: history.NewReader(filepath.Join(dir, "chat_history.ndjson"))}
+	h := startHub(t, cfg, &agent.Demo{})
+	s, _ := subscribe(t, h, 0)
+	talk(t, h, s, "my sister's birthday is on the 14th of March")
+	talk(t, h, s, "something else entirely")
+	// A reset: the fact is no longer in the context, only in the log.
+	h.Reset(ctxT(t), ResetManual)
+	next(t, s)
+	evs := talk(t, h, s, "what did I say about my sister's birthday?")
+	var kinds []string
+	var result event.ToolResultData
+	var reply event.AssistantData
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Type))
+		switch e.Type {
+		case event.ToolResult:
+			result = data[event.ToolResultData](t, e)
+		case event.Assistant:
+			reply = data[event.AssistantData](t, e)
+		}
+	}
+	if !strings.Contains(strings.Join(kinds, " "), "tool_call tool_result") {
+		t.Fatalf("events %v: no history_search call", kinds)
+	}
+	if result.Error != "" || !strings.Contains(result.Output, "14th of March") {
+		t.Fatalf("tool result %+v", result)
+	}
+	if !strings.Contains(reply.Content, "14th of March") {
+		t.Fatalf("reply %q does not recall the fact", reply.Content)
+	}
+}
