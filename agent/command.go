@@ -393,14 +393,18 @@ func (u *utf8Splitter) flush() string {
 
 // wait waits for EOF, at most d; then it closes the pipe, which ends the
 // read at once, and waits for the reader to finish.
-func (s *streamReader) wait(d time.Duration) {
+func (s *streamReader) wait(d time.Duration) { waitOrClose(s.done, s.f, d) }
+
+// waitOrClose waits until done is closed, at most d; then it closes f so a
+// reader blocked on it returns, and waits for done.
+func waitOrClose(done <-chan struct{}, f io.Closer, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-s.done:
+	case <-done:
 	case <-t.C:
-		s.f.Close()
-		<-s.done
+		f.Close()
+		<-done
 	}
 }
 
@@ -450,16 +454,7 @@ func newStderrLogger(f *os.File, logger *slog.Logger) *stderrLogger {
 	return s
 }
 
-func (s *stderrLogger) wait(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.done:
-	case <-t.C:
-		s.f.Close()
-		<-s.done
-	}
-}
+func (s *stderrLogger) wait(d time.Duration) { waitOrClose(s.done, s.f, d) }
 
 func (s *stderrLogger) lastLine() string {
 	s.mu.Lock()

@@ -99,7 +99,27 @@ func TestValidate(t *testing.T) {
 		{"command pass env", func(c *Config) { c.Agent.Command.PassEnv = []string{"OK", "A=B"} }, "agent.command.pass_env[1]"},
 		{"command negative timeout", func(c *Config) { c.Agent.Command.TimeoutSec = -1 }, "agent.command.timeout_sec"},
 		{"console", func(c *Config) { c.Channels.Console.Enabled = "yes" }, "channels.console.enabled"},
-		{"email not yet", func(c *Config) { c.Channels.Email.Enabled = true }, "channels.email.enabled"},
+		{"email bad imap tls", func(c *Config) { c.Channels.Email.IMAP.TLS = "ssl" }, "channels.email.imap.tls"},
+		{"email bad smtp tls", func(c *Config) { c.Channels.Email.SMTP.TLS = "yes" }, "channels.email.smtp.tls"},
+		{"email without address", func(c *Config) { enableEmail(c); c.Channels.Email.Address = "" }, "channels.email.address"},
+		{"email address with name", func(c *Config) { enableEmail(c); c.Channels.Email.Address = "Bot <bot@example.com>" }, "channels.email.address"},
+		{"email empty allow_from", func(c *Config) { enableEmail(c); c.Channels.Email.AllowFrom = nil }, "channels.email.allow_from"},
+		{"email bad allow_from", func(c *Config) {
+			enableEmail(c)
+			c.Channels.Email.AllowFrom = []string{"ana@example.com", "example.com"}
+		}, "channels.email.allow_from[1]"},
+		{"email bad allow domain", func(c *Config) { enableEmail(c); c.Channels.Email.AllowFrom = []string{"@"} }, "channels.email.allow_from[0]"},
+		{"email small max_bytes", func(c *Config) { enableEmail(c); c.Channels.Email.MaxBytes = 10 }, "channels.email.max_bytes"},
+		{"email negative rate", func(c *Config) { enableEmail(c); c.Channels.Email.RatePerHour = -1 }, "channels.email.rate_per_hour"},
+		{"email imap addr", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Addr = "imap.example.com" }, "channels.email.imap.addr"},
+		{"email smtp addr", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.Addr = "" }, "channels.email.smtp.addr"},
+		{"email imap plaintext remote", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.TLS = "none" }, "channels.email.imap.tls"},
+		{"email smtp plaintext remote", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.TLS = "none" }, "channels.email.smtp.tls"},
+		{"email imap username", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Username = "" }, "channels.email.imap.username"},
+		{"email imap password env", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PasswordEnv = "" }, "channels.email.imap.password_env"},
+		{"email smtp password env name", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.PasswordEnv = "A-B" }, "channels.email.smtp.password_env"},
+		{"email mailbox", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Mailbox = " " }, "channels.email.imap.mailbox"},
+		{"email poll interval", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PollIntervalSec = 0 }, "channels.email.imap.poll_interval_sec"},
 		{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
 	}
@@ -112,6 +132,50 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+// enableEmail makes a valid email section.
+func enableEmail(c *Config) {
+	e := &c.Channels.Email
+	e.Enabled = true
+	e.Address = "assistant@example.com"
+	e.AllowFrom = []string{"ana@example.com", "@example.org"}
+	e.IMAP.Addr = "imap.example.com:993"
+	e.IMAP.TLS = "tls"
+	e.IMAP.Username = "assistant@example.com"
+	e.SMTP.Addr = "smtp.example.com:587"
+	e.SMTP.Username = "assistant@example.com"
+}
+
+func TestValidateEmail(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+	}{
+		{"remote servers with tls", func(c *Config) {}},
+		{"plaintext on loopback", func(c *Config) {
+			c.Channels.Email.IMAP.Addr, c.Channels.Email.IMAP.TLS = "127.0.0.1:1143", "none"
+			c.Channels.Email.SMTP.Addr, c.Channels.Email.SMTP.TLS = "localhost:25", "none"
+			c.Channels.Email.SMTP.Username = ""
+		}},
+		{"ipv6 loopback", func(c *Config) { c.Channels.Email.IMAP.Addr, c.Channels.Email.IMAP.TLS = "[::1]:143", "none" }},
+		{"no rate limit", func(c *Config) { c.Channels.Email.RatePerHour = 0 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			enableEmail(&c)
+			tc.mutate(&c)
+			if err := c.Validate(); err != nil {
+				t.Fatalf("Validate() = %v, want nil", err)
+			}
+		})
+	}
+	// A disabled channel with empty fields is fine (the sample config).
+	c := Defaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
 	}
 }
 

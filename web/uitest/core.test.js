@@ -166,4 +166,84 @@ assert.strictEqual(s.outbox.length, 0);
 Core.reduce(s, { type: 'socket-closed' });
 connect(s, { busy: false }, []);
 assert.deepStrictEqual(s.outbox.map((f) => f.client_msg_id), ['B']);
+// 14. composer: Send is off with a reason while busy (reject, the default);
+// under queue and interrupt it stays on and says what it will do.
+s = Core.initialState();
+assert.strictEqual(Core.composer(s).canSend, true, 'offline: sends are kept');
+assert.match(Core.composer(s).reason, /kept/);
+connect(s, {}, []);
+assert.deepStrictEqual(Core.composer(s), { canSend: true, kind: '', reason: '' });
+frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'x' }));
+assert.strictEqual(Core.composer(s).canSend, false);
+assert.match(Core.composer(s).reason, /replying/);
+Core.reduce(s, { type: 'cancel' });
+assert.match(Core.composer(s).reason, /Cancelling/);
+for (const [policy, kind] of [['queue', 'queue'], ['interrupt', 'interrupt'], ['reject', 'busy']]) {
+  s = Core.initialState();
+  connect(s, { busy: true, busy_policy: policy }, []);
+  assert.strictEqual(Core.composer(s).kind, kind, policy);
+  assert.strictEqual(Core.composer(s).canSend, policy !== 'reject', policy);
+}
+// a queued busy reply teaches the policy when connected does not carry it
+s = Core.initialState();
+connect(s, { busy: true }, []);
+Core.reduce(s, { type: 'submit', id: 'q', content: 'Q' });
+frame(s, { type: 'busy', data: { turn: 't1', message: 'queued', queued: true, client_msg_id: 'q' } });
+assert.strictEqual(Core.composer(s).kind, 'queue');
+
+// 15. a message written offline waits for the running turn under reject
+// (it would be refused), and goes as soon as the turn ends
+s = Core.initialState();
+Core.reduce(s, { type: 'submit', id: 'h', content: 'held' });
+connect(s, { busy: true, last_seq: 1 }, [ev(1, 'user', 't1', { channel: 'email', from: 'a@b', content: 'other' })]);
+assert.deepStrictEqual(s.pending.map((p) => p.state), ['held']);
+assert.strictEqual(s.outbox.length, 0);
+frame(s, ev(2, 'assistant', 't1', { content: 'done' }));
+frame(s, ev(3, 'turn_end', 't1', { status: 'completed' }));
+assert.deepStrictEqual(s.outbox, [{ type: 'message', content: 'held', client_msg_id: 'h' }]);
+assert.deepStrictEqual(s.pending.map((p) => p.state), ['sent']);
+// a held message goes back to waiting when the connection drops
+s = Core.initialState();
+Core.reduce(s, { type: 'submit', id: 'h', content: 'held' });
+connect(s, { busy: true }, []);
+Core.reduce(s, { type: 'socket-closed' });
+assert.deepStrictEqual(s.pending.map((p) => p.state), ['waiting']);
+// under queue it is sent at once (the server queues it)
+s = Core.initialState();
+Core.reduce(s, { type: 'submit', id: 'h', content: 'held' });
+connect(s, { busy: true, busy_policy: 'queue' }, []);
+assert.strictEqual(s.outbox.length, 1);
+
+// 16. reset: one command while live; the reset event clears the view with
+// the count; an error (older server) clears the request
+s = Core.initialState();
+Core.reduce(s, { type: 'reset' });
+assert.strictEqual(s.outbox.length, 0, 'no reset while offline');
+connect(s, {}, [ev(1, 'user', 't1', { channel: 'web', content: 'a' }), ev(2, 'assistant', 't1', { content: 'b' }), ev(3, 'turn_end', 't1', { status: 'completed' })]);
+Core.reduce(s, { type: 'reset' });
+Core.reduce(s, { type: 'reset' });
+assert.deepStrictEqual(s.outbox, [{ type: 'command', action: 'reset' }]);
+assert(s.resetRequested);
+frame(s, { type: 'error', data: { code: 'unknown_action', message: 'unknown command action "reset"' } });
+assert(!s.resetRequested);
+assert.match(s.note.text, /unknown command/);
+s.outbox.length = 0;
+Core.reduce(s, { type: 'reset' });
+frame(s, ev(4, 'reset', null, { reason: 'manual', kept: 1 }));
+assert(!s.resetRequested);
+assert.deepStrictEqual(kinds(s), ['notice:Conversation reset (manual) — kept 1 exchange']);
+
+// 17. channel badges: the built-in channels, anything else is custom
+assert.deepStrictEqual(['web', 'console', 'email', 'webhook', 'cron', undefined].map(Core.channelKind),
+  ['web', 'console', 'email', 'webhook', 'custom', 'custom']);
+s = Core.initialState();
+connect(s, {}, [ev(1, 'user', 't1', { channel: 'email', from: 'ana@example.com', content: 'hi' })]);
+assert.strictEqual(s.items[0].channelKind, 'email');
+assert.strictEqual(s.items[0].label, 'email · ana@example.com');
+
+// 18. a finished reply is announced as text, without Markdown punctuation
+s = Core.initialState();
+connect(s, {}, []);
+frame(s, ev(1, 'assistant', 't1', { content: '**Done**: see `x`\n\n- one' }));
+assert.deepStrictEqual(s.announce, ['Assistant: Done: see x\none']);
 console.log('all core tests passed');
