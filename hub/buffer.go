@@ -32,6 +32,7 @@ func (m *SessionManager) deliver(e event.Event) *Frame {
 	for s := range m.subs {
 		if !s.push(f) {
 			m.drop(s, ErrSlowConsumer)
+			m.counters.SlowConsumers++
 		}
 	}
 	return f

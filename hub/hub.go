@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -165,6 +166,16 @@ type Info struct {
 	Turn        string `json:"turn,omitempty"`
 	LastSeq     int64  `json:"last_seq"`
 	Subscribers int    `json:"subscribers"`
+	// Counters since the process started, for /metrics.
+	Counters Counters `json:"-"`
+}
+
+// Counters count what the session did since the process started.
+type Counters struct {
+	Turns         map[string]int64 // by turn_end status
+	SlowConsumers int64            // subscribers dropped for falling behind
+	Resets        map[string]int64 // by reason
+	Rejected      int64            // inputs answered busy
 }
 
 // Snapshot is what a new subscriber gets, taken in the same step as the
@@ -324,6 +335,7 @@ type SessionManager struct {
 	outcomeOrder []string
 	lastReset    int64 // seq of the last reset event, 0 if none
 	watch        *idle.Watch
+	counters     Counters
 	shortTerm    chan []event.Event // latest transcript for short_term.md (1 slot)
 	bg           sync.WaitGroup     // memory writers
 }
@@ -508,7 +520,17 @@ func (m *SessionManager) info() Info {
 	if m.turn != nil {
 		i.Turn = m.turn.id
 	}
+	// Copies: the caller reads them on another goroutine.
+	i.Counters = Counters{Turns: maps.Clone(m.counters.Turns), Resets: maps.Clone(m.counters.Resets),
+		SlowConsumers: m.counters.SlowConsumers, Rejected: m.counters.Rejected}
 	return i
+}
+
+func bump(m *map[string]int64, key string) {
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	(*m)[key]++
 }
 
 // call sends c and waits for the hub's reply on reply.

@@ -127,6 +127,7 @@ func (m *SessionManager) reset(ctx context.Context, reason string) event.ResetDa
 		m.cfg.Logger.Error("save session after reset", "err", err)
 	}
 	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
+	bump(&m.counters.Resets, reason)
 	m.publish(event.New(event.Reset, "", time.Time{}, d))
 	m.lastReset = m.seq
 	m.bufFirst = m.seq

@@ -113,6 +113,7 @@ func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
 		m.cancelTurn()
 		return m.startTurn(ctx, in)
 	default:
+		m.counters.Rejected++
 		return Result{Outcome: Rejected, Turn: m.turn.id, Busy: event.BusyData{
 			Turn:        m.turn.id,
 			Message:     "The assistant is still working on the previous message. Wait for it to finish or cancel it.",
@@ -289,6 +290,7 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 		Status: status, Error: errMsg, DurationMS: m.cfg.Now().Sub(t.started).Milliseconds(), Usage: usage,
 	}))
 	m.compact(t.id)
+	bump(&m.counters.Turns, status)
 	m.settle(TurnOutcome{Turn: t.id, Status: status, Reply: content, Error: errMsg})
 	m.watch.Touch()
 	m.saveShortTerm()

@@ -312,15 +312,21 @@ func tokenOK(r *http.Request, want string) bool {
 type sessionCollector struct {
 	s                       Session
 	subs, lastSeq, busy, up *prometheus.Desc
+	turns, resets, slow     *prometheus.Desc
+	rejected                *prometheus.Desc
 }
 
 func newSessionCollector(s Session) *sessionCollector {
 	return &sessionCollector{
-		s:       s,
-		subs:    prometheus.NewDesc("frontdesk_subscribers", "Clients subscribed to the session stream.", nil, nil),
-		lastSeq: prometheus.NewDesc("frontdesk_last_seq", "Sequence number of the newest event.", nil, nil),
-		busy:    prometheus.NewDesc("frontdesk_busy", "1 while a turn is running.", nil, nil),
-		up:      prometheus.NewDesc("frontdesk_session_up", "1 while the session hub answers.", nil, nil),
+		s:        s,
+		subs:     prometheus.NewDesc("frontdesk_subscribers", "Clients subscribed to the session stream.", nil, nil),
+		lastSeq:  prometheus.NewDesc("frontdesk_last_seq", "Sequence number of the newest event.", nil, nil),
+		busy:     prometheus.NewDesc("frontdesk_busy", "1 while a turn is running.", nil, nil),
+		up:       prometheus.NewDesc("frontdesk_session_up", "1 while the session hub answers.", nil, nil),
+		turns:    prometheus.NewDesc("frontdesk_turns_total", "Turns ended, by turn_end status.", []string{"status"}, nil),
+		resets:   prometheus.NewDesc("frontdesk_resets_total", "Resets, by reason.", []string{"reason"}, nil),
+		slow:     prometheus.NewDesc("frontdesk_slow_consumers_dropped_total", "Clients dropped for falling too far behind.", nil, nil),
+		rejected: prometheus.NewDesc("frontdesk_inputs_rejected_busy_total", "Inputs answered busy (busy_policy reject).", nil, nil),
 	}
 }
 
@@ -329,6 +335,10 @@ func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lastSeq
 	ch <- c.busy
 	ch <- c.up
+	ch <- c.turns
+	ch <- c.resets
+	ch <- c.slow
+	ch <- c.rejected
 }
 
 func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -345,4 +355,12 @@ func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.subs, prometheus.GaugeValue, float64(info.Subscribers))
 	ch <- prometheus.MustNewConstMetric(c.lastSeq, prometheus.GaugeValue, float64(info.LastSeq))
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, busy)
+	for status, n := range info.Counters.Turns {
+		ch <- prometheus.MustNewConstMetric(c.turns, prometheus.CounterValue, float64(n), status)
+	}
+	for reason, n := range info.Counters.Resets {
+		ch <- prometheus.MustNewConstMetric(c.resets, prometheus.CounterValue, float64(n), reason)
+	}
+	ch <- prometheus.MustNewConstMetric(c.slow, prometheus.CounterValue, float64(info.Counters.SlowConsumers))
+	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(info.Counters.Rejected))
 }

@@ -129,6 +129,9 @@ func TestSessionAndCancelAPI(t *testing.T) {
 	if r := do(t, request(t, "POST", e.srv.URL+"/api/cancel", "")); r.status != 200 || r.body["cancelled"] != true {
 		t.Fatalf("cancel when busy = %d %s", r.status, r.raw)
 	}
+	if r := do(t, request(t, "GET", e.srv.URL+"/metrics", "")); !strings.Contains(r.raw, `frontdesk_turns_total{status="cancelled"} 1`) {
+		t.Fatalf("/metrics does not count the cancelled turn:\n%s", r.raw)
+	}
 	if r := do(t, request(t, "GET", e.srv.URL+"/api/session", "")); r.body["busy"] != false {
 		t.Fatalf("session after cancel: %s", r.raw)
 	}
