@@ -191,11 +191,14 @@ type ConnectedData struct {
 	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
 }
 
-// SyncedData ends a replay. Gapless is false when the client asked for
-// events the buffer no longer holds and got the whole buffer instead.
+// SyncedData ends a replay. Gapless is false when the client did not get
+// exactly the events after its since (it got the whole buffer instead).
+// Cut is true when that is because the bounded buffer no longer holds them:
+// older events are in the chat log (GET /api/history/range).
 type SyncedData struct {
 	LastSeq int64 `json:"last_seq"`
 	Gapless bool  `json:"gapless"`
+	Cut     bool  `json:"cut,omitempty"`
 }
 
 // BusyData tells a submitter its input did not start a turn. Queued is true

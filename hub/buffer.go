@@ -105,6 +105,7 @@ func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
 		snap.Replay = append([]*Frame(nil), m.buf[i:]...)
 	} else {
 		snap.Replay = append([]*Frame(nil), m.buf...)
+		snap.Synced.Cut = since < m.bufFirst-1
 	}
 	return s, snap
 }

@@ -443,8 +443,11 @@ func TestReplay(t *testing.T) {
 	submit(t, h, "message 4", "c-4")
 	until(t, s, event.TurnEnd)
 	_, snap := subscribe(t, h, 1)
-	if snap.Synced.Gapless || len(snap.Replay) != 12 {
-		t.Fatalf("since 1 after trim: gapless %v with %d events, want false with the whole buffer of 12", snap.Synced.Gapless, len(snap.Replay))
+	if snap.Synced.Gapless || !snap.Synced.Cut || len(snap.Replay) != 12 {
+		t.Fatalf("since 1 after trim: gapless %v cut %v with %d events, want not gapless, cut, the whole buffer of 12", snap.Synced.Gapless, snap.Synced.Cut, len(snap.Replay))
+	}
+	if _, ahead := subscribe(t, h, snap.Synced.LastSeq+5); ahead.Synced.Cut {
+		t.Error("a client ahead of the server is not a cut replay")
 	}
 	if !snap.Connected.Resumed {
 		t.Error("connected.resumed = false with history present")
