@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -366,5 +367,33 @@ func TestDemoAgentAnswersFromHistorySearch(t *testing.T) {
 	}
 	if !strings.Contains(reply.Content, "14th of March") {
 		t.Fatalf("reply %q does not recall the fact", reply.Content)
+	}
+}
+
+// promptAgent returns as soon as its context is cancelled, the way a
+// well-behaved backend does; at shutdown its turn must still be recorded
+// as interrupted, not cancelled.
+type promptAgent struct{ started chan struct{} }
+
+func (p promptAgent) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
+	emit(event.Delta, event.TextData{Text: "working "})
+	p.started <- struct{}{}
+	<-ctx.Done()
+	return agent.Reply{}, ctx.Err()
+}
+
+func TestShutdownRecordsInterruptedNotCancelled(t *testing.T) {
+	for i := range 20 {
+		dir := t.TempDir()
+		a := promptAgent{started: make(chan struct{}, 1)}
+		h := startHub(t, Config{DataDir: dir}, a)
+		submit(t, h, fmt.Sprint("run ", i), "c")
+		<-a.started
+		h.stop()
+		logged := readLog(t, dir)
+		last := logged[len(logged)-1]
+		if st := data[event.TurnEndData](t, last).Status; last.Type != event.TurnEnd || st != event.StatusInterrupted {
+			t.Fatalf("round %d: log ends with %s %s, want turn_end interrupted", i, last.Type, last.Data)
+		}
 	}
 }

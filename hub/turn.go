@@ -147,7 +147,11 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 	}
 	m.watch.Touch()
 
-	tctx, cancel := context.WithCancel(ctx)
+	// Only the hub cancels a turn (Cancel, interrupt, reset, shutdown), so
+	// it always knows which status the turn ends with: at shutdown the turn
+	// is marked interrupted before its context is cancelled, never
+	// "cancelled" by a backend that noticed Run's context first.
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.turn = &turn{id: id, cancel: cancel, started: m.cfg.Now()}
 	m.await(id, in.Done)
 	req := agent.Request{
