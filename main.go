@@ -18,6 +18,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
+	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/config"
@@ -25,6 +26,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -173,6 +175,29 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		History:         history.NewReader(cfg.Session.ChatLogPath),
 	}, log, ag)
 
+	// The email channel: IMAP in, SMTP out. Enabled but unusable (say, a
+	// password variable not set) refuses to start rather than silently
+	// not answering mail. It stops before the hub at shutdown, so no mail is
+	// handed to a stopping session; what is unanswered waits in
+	// <data_dir>/email for the next start.
+	registry := prometheus.NewRegistry()
+	var mailCh *email.Channel
+	if e := cfg.Channels.Email; e.Enabled {
+		mailCh, err = email.New(h, email.Options{
+			Address: e.Address, AllowFrom: e.AllowFrom, MaxBytes: e.MaxBytes, RatePerHour: e.RatePerHour,
+			IMAP: email.IMAPOptions{Addr: e.IMAP.Addr, TLS: e.IMAP.TLS, Username: e.IMAP.Username,
+				Password: getenv(e.IMAP.PasswordEnv), PasswordEnv: e.IMAP.PasswordEnv, Mailbox: e.IMAP.Mailbox,
+				Idle: e.IMAP.Idle, PollInterval: time.Duration(e.IMAP.PollIntervalSec) * time.Second},
+			SMTP: email.SMTPOptions{Addr: e.SMTP.Addr, TLS: e.SMTP.TLS, Username: e.SMTP.Username,
+				Password: getenv(e.SMTP.PasswordEnv), PasswordEnv: e.SMTP.PasswordEnv},
+			DataDir: cfg.DataDir, Logger: logger,
+		})
+		if err != nil {
+			return err // it names the channel and the variable to set
+		}
+		registry.MustRegister(mailCh.Collector())
+	}
+
 	var messages http.Handler
 	if cfg.Channels.Webhook.Enabled {
 		messages = webhook.New(h, cfg.Server.MaxMessageBytes)
@@ -190,6 +215,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		AllowedHosts:   cfg.Server.AllowedHosts,
 		WS:             wsHandler,
 		Messages:       messages,
+		Registry:       registry,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
@@ -225,6 +251,20 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		close(consoleDone)
 	}
 
+	emailCtx, stopEmail := context.WithCancel(ctx)
+	defer stopEmail()
+	emailDone := make(chan struct{})
+	if mailCh != nil {
+		go func() {
+			defer close(emailDone)
+			if err := mailCh.Run(emailCtx); err != nil {
+				logger.Error("email channel", "err", err)
+			}
+		}()
+	} else {
+		close(emailDone)
+	}
+
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -245,6 +285,12 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	select { // the REPL restores the terminal before anything else
 	case <-consoleDone:
 	case <-deadline.Done():
+	}
+	stopEmail()
+	select { // before the hub: no mail goes into a stopping session
+	case <-emailDone:
+	case <-deadline.Done():
+		logger.Error("email channel did not stop in time")
 	}
 	stopHub()
 	select {

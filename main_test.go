@@ -284,3 +284,26 @@ func TestVersionFromLdflags(t *testing.T) {
 		t.Fatalf("version = %q, %v", out, err)
 	}
 }
+
+func TestEnabledEmailWithoutPasswordRefusesToStart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mail.yaml")
+	os.WriteFile(cfg, []byte(`channels:
+  email:
+    enabled: true
+    address: assistant@example.com
+    allow_from: ["@example.com"]
+    imap: {addr: "127.0.0.1:1143", tls: none, username: assistant}
+    smtp: {addr: "127.0.0.1:1025", tls: none}
+`), 0o600)
+	var stderr bytes.Buffer
+	cmd := exec.Command(binary, "-config", cfg, "-data", filepath.Join(dir, "d"), "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "FRONTDESK_IMAP_PASSWORD=")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("started with email enabled and no IMAP password")
+	}
+	if !strings.Contains(stderr.String(), "FRONTDESK_IMAP_PASSWORD") {
+		t.Fatalf("the error does not name the variable: %s", stderr.String())
+	}
+}
