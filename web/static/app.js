@@ -498,16 +498,36 @@ const Core = (() => {
       noteSerial: 0,
       outbox: [],          // frames for the shell to send (drained after each dispatch)
       announce: [],        // texts for the screen-reader live region (drained by the view)
+
+      // History (scroll-back, search, jump). The live view above is a "view":
+      // items + byKey + firstSeq + older. It holds every persisted event with
+      // seq ≥ firstSeq, so an older page is deduplicated by seq < firstSeq.
+      firstSeq: null,      // null: nothing shown yet
+      epoch: 1,            // bumps whenever the live view is cleared: answers for the old one are dropped
+      epochs: 1,           // counter behind every view's epoch
+      older: idleLoad(),   // the live view's scroll-back: {loading, error, acc, start}
+      density: 0.05,       // persisted events per seq number (deltas take seqs too), sizes the next page
+      archive: null,       // a detached window of older history after a far jump (see newArchive)
+      focus: null,         // {seq, serial, moveFocus} | {bottom: true, serial}: the view scrolls there once
+      focusSerial: 0,
+      jumping: null,       // {seq, serial} while a jump waits for its page
+      search: { open: false, query: '', status: 'idle', hits: [], error: '', serial: 0, forQuery: '' },
+      requests: [],        // HTTP requests for the shell (drained after each dispatch, like outbox)
+      reqSerial: 0,
     };
   }
+
+  const idleLoad = () => ({ loading: false, error: '', acc: null, start: 0 });
 
   const isBusy = (s) => s.openTurns.length > 0;
 
   // ── helpers ──
-  function newItem(s, kind, key, fields) {
+  // newItem adds an item to view v (the live state itself, an archive, or a
+  // page being built); keys come from s so they never collide across views.
+  function newItem(s, v, kind, key, fields) {
     const it = Object.assign({ kind, key: key || kind + ':' + s.nextKey++, rev: 1 }, fields);
-    s.items.push(it);
-    s.byKey.set(it.key, it);
+    v.items.push(it);
+    v.byKey.set(it.key, it);
     return it;
   }
   const touch = (it) => { it.rev++; return it; };
@@ -515,16 +535,19 @@ const Core = (() => {
   function clearView(s) {
     s.items = [];
     s.byKey = new Map();
+    s.firstSeq = null;
+    s.epoch = ++s.epochs;
+    s.older = idleLoad();
   }
 
   function setNote(s, kind, text) {
     s.note = { kind, text, serial: ++s.noteSerial };
   }
 
-  function assistantBubble(s, ev) {
+  function assistantBubble(s, v, ev) {
     const key = 'a:' + (ev.turn || 'none:' + s.nextKey++);
-    return s.byKey.get(key) ||
-      newItem(s, 'assistant', key, { turn: ev.turn, ts: ev.ts, text: '', streaming: false,
+    return v.byKey.get(key) ||
+      newItem(s, v, 'assistant', key, { turn: ev.turn, ts: ev.ts, text: '', streaming: false,
         final: false, partial: false, ended: false });
   }
 
@@ -617,6 +640,71 @@ const Core = (() => {
   }
 
   // ── history events (they may carry seq) ──
+
+  // addItem renders one event into view v: creates or updates its item and
+  // returns it (or null). It has no other effect, so the same code builds the
+  // live view and pages of older history (historic: never streaming, a tool
+  // without a result is not "running"), and both look alike.
+  function addItem(s, v, ev, historic) {
+    const d = ev.data || {};
+    const seq = typeof ev.seq === 'number' ? ev.seq : undefined;
+    switch (ev.type) {
+      case 'user':
+        return newItem(s, v, 'user', seq ? 'u:' + seq : null, {
+          seq, turn: ev.turn, ts: ev.ts, channel: d.channel, channelKind: channelKind(d.channel), from: d.from || '',
+          label: channelLabel(d), content: String(d.content ?? ''),
+        });
+      case 'delta': {
+        if (historic) return null;
+        const b = assistantBubble(s, v, ev);
+        if (b.final || b.ended) return null; // a late or repeated chunk; the final text is in
+        b.text += String(d.text ?? '');
+        b.streaming = true;
+        return touch(b);
+      }
+      case 'tool_call': {
+        const key = 't:' + ev.turn + ':' + d.id;
+        const t = v.byKey.get(key) || newItem(s, v, 'tool', key, { seq, turn: ev.turn, ts: ev.ts, output: null, error: '', historic });
+        Object.assign(t, { name: String(d.name ?? 'tool'), args: d.args });
+        return touch(t);
+      }
+      case 'tool_result': {
+        const key = 't:' + ev.turn + ':' + d.id;
+        const t = v.byKey.get(key) || newItem(s, v, 'tool', key, { seq, turn: ev.turn, ts: ev.ts, name: String(d.name ?? 'tool'), args: null, historic });
+        t.output = String(d.output ?? '');
+        t.error = String(d.error ?? '');
+        return touch(t);
+      }
+      case 'assistant': {
+        const b = assistantBubble(s, v, ev);
+        Object.assign(b, { seq, text: String(d.content ?? ''), final: true, streaming: false,
+          partial: !!d.partial, ts: ev.ts });
+        return touch(b);
+      }
+      case 'turn_end': {
+        const b = v.byKey.get('a:' + ev.turn);
+        if (b) { b.streaming = false; b.ended = true; touch(b); }
+        // Tool calls of an ended turn that never got a result are not running any more.
+        for (let i = v.items.length - 1; i >= 0 && i >= v.items.length - 200; i--) {
+          const t = v.items[i];
+          if (t.kind === 'tool' && t.turn === ev.turn && t.output === null && !t.ended) { t.ended = true; touch(t); }
+        }
+        if (d.status && d.status !== 'completed') {
+          return newItem(s, v, 'turn_end', 'e:' + ev.turn + ':' + (seq || s.nextKey++), { seq, turn: ev.turn, ts: ev.ts, status: d.status, text: turnEndText(d) });
+        }
+        return null;
+      }
+      case 'notice':
+        return newItem(s, v, 'notice', seq ? 'n:' + seq : null, { seq, ts: ev.ts, text: String(d.text ?? '') });
+      case 'reset':
+        // Live, the view was cleared first and this is its first item; in a
+        // page of history it divides what came before the reset from after.
+        return newItem(s, v, 'reset', seq ? 'r:' + seq : null, { seq, ts: ev.ts, text: resetText(d) });
+      default:
+        return null; // status, and unknown types (a newer server must not break us)
+    }
+  }
+
   function applyEvent(s, ev, live) {
     const d = ev.data || {};
     // A user echo acknowledges our pending message even when it is a duplicate
@@ -628,77 +716,239 @@ const Core = (() => {
       if (ev.seq <= s.lastSeq) return; // already rendered
       s.lastSeq = ev.seq;
     }
+    if (ev.type === 'reset') {
+      clearView(s);
+      s.resetRequested = false;
+    }
+    if (hasSeq(ev) && s.firstSeq === null) s.firstSeq = ev.seq;
 
+    const it = addItem(s, s, ev, false);
     switch (ev.type) {
-      case 'user': {
-        newItem(s, 'user', ev.seq ? 'u:' + ev.seq : null, {
-          turn: ev.turn, ts: ev.ts, channel: d.channel, channelKind: channelKind(d.channel), from: d.from || '',
-          label: channelLabel(d), content: String(d.content ?? ''),
-        });
+      case 'user':
         if (ev.turn && !s.openTurns.includes(ev.turn)) s.openTurns.push(ev.turn);
         if (live) s.announce.push(channelLabel(d) + ' message: ' + (d.content ?? ''));
         break;
-      }
       case 'status':
         s.status = String(d.text ?? '');
         break;
-      case 'delta': {
-        const b = assistantBubble(s, ev);
-        if (b.final || b.ended) break; // a late or repeated chunk; the final text is in
-        b.text += String(d.text ?? '');
-        b.streaming = true;
-        touch(b);
+      case 'assistant':
+        if (live) s.announce.push('Assistant: ' + Markdown.plainText(it.text));
         break;
-      }
-      case 'tool_call': {
-        const key = 't:' + ev.turn + ':' + d.id;
-        const t = s.byKey.get(key) || newItem(s, 'tool', key, { turn: ev.turn, ts: ev.ts, output: null, error: '' });
-        Object.assign(t, { name: String(d.name ?? 'tool'), args: d.args });
-        touch(t);
-        break;
-      }
-      case 'tool_result': {
-        const key = 't:' + ev.turn + ':' + d.id;
-        const t = s.byKey.get(key) || newItem(s, 'tool', key, { turn: ev.turn, ts: ev.ts, name: String(d.name ?? 'tool'), args: null });
-        t.output = String(d.output ?? '');
-        t.error = String(d.error ?? '');
-        touch(t);
-        break;
-      }
-      case 'assistant': {
-        const b = assistantBubble(s, ev);
-        Object.assign(b, { text: String(d.content ?? ''), final: true, streaming: false,
-          partial: !!d.partial, ts: ev.ts });
-        touch(b);
-        if (live) s.announce.push('Assistant: ' + Markdown.plainText(b.text));
-        break;
-      }
-      case 'turn_end': {
-        const b = s.byKey.get('a:' + ev.turn);
-        if (b) { b.streaming = false; b.ended = true; touch(b); }
-        if (d.status && d.status !== 'completed') {
-          const text = turnEndText(d);
-          newItem(s, 'turn_end', 'e:' + ev.turn + ':' + (ev.seq || s.nextKey++), { turn: ev.turn, ts: ev.ts, status: d.status, text });
-          if (live) s.announce.push(text);
-        }
+      case 'turn_end':
+        if (it && live) s.announce.push(it.text);
         closeTurn(s, ev.turn);
         break;
-      }
       case 'notice':
-        newItem(s, 'notice', null, { ts: ev.ts, text: String(d.text ?? '') });
-        if (live) s.announce.push(String(d.text ?? ''));
+      case 'reset':
+        if (live) s.announce.push(it.text);
         break;
-      case 'reset': {
-        clearView(s);
-        s.resetRequested = false;
-        const text = resetText(d);
-        newItem(s, 'notice', null, { ts: ev.ts, text });
-        if (live) s.announce.push(text);
-        break;
-      }
-      default:
-        break; // unknown types are ignored, so a newer server does not break us
     }
+    // Someone reading older history is told that the live conversation moved on.
+    if (live && s.archive && (ev.type === 'user' || ev.type === 'assistant')) s.archive.unseen++;
+  }
+
+  // ── older history: pages, merging, the archive window ──
+
+  // A page's items are built on their own, then merged into a view: an item
+  // whose key the view already has (a turn cut by the page boundary: its
+  // tool_call in the page, its tool_result shown) gets the missing fields
+  // instead of a second copy.
+  function buildItems(s, events) {
+    const v = { items: [], byKey: new Map() };
+    for (const ev of events) addItem(s, v, ev, true);
+    return v;
+  }
+
+  function mergeInto(v, built, front) {
+    const add = [];
+    for (const it of built.items) {
+      const cur = v.byKey.get(it.key);
+      if (!cur) { add.push(it); v.byKey.set(it.key, it); continue; }
+      for (const k of Object.keys(it)) {
+        if (k !== 'key' && k !== 'kind' && k !== 'rev' && (cur[k] === undefined || cur[k] === null || cur[k] === '')) cur[k] = it[k];
+      }
+      touch(cur);
+    }
+    v.items = front ? add.concat(v.items) : v.items.concat(add);
+    return add.length;
+  }
+
+  const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
+  const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice', 'reset']);
+  const bySeq = (a, b) => a.seq - b.seq;
+
+  // prependEvents adds a page covering [from, v.firstSeq-1] above view v.
+  function prependEvents(s, v, events, from) {
+    const fresh = events.filter((e) => hasSeq(e) && (v.firstSeq === null || e.seq < v.firstSeq)).sort(bySeq);
+    const n = mergeInto(v, buildItems(s, fresh), true);
+    v.firstSeq = v.firstSeq === null ? from : Math.min(v.firstSeq, from);
+    return n;
+  }
+
+  // The page size adapts: a window of seq numbers expected to hold about
+  // PAGE_EVENTS persisted events (a streamed reply spends a seq per delta).
+  const PAGE_EVENTS = 120;
+  const RANGE_LIMIT = 1000; // the server's cap for one /api/history/range answer
+  const pageWindow = (s) => Math.max(100, Math.min(20000, Math.round(PAGE_EVENTS / s.density)));
+  function learnDensity(s, count, span) {
+    if (span >= 20) s.density = Math.max(0.0005, Math.min(1, Math.max(count, 1) / span));
+  }
+
+  function request(s, req) {
+    req.id = ++s.reqSerial;
+    s.requests.push(req);
+    return req;
+  }
+
+  // The view shown: the archive while one is open, else the live view.
+  const shown = (s) => s.archive || s;
+  const atStart = (v) => v.firstSeq !== null && v.firstSeq <= 1;
+  const canLoadOlder = (v) => !!v && v.firstSeq !== null && v.firstSeq > 1 && !v.older.loading;
+
+  function loadOlder(s) {
+    const v = shown(s);
+    if (!canLoadOlder(v)) return;
+    const to = v.firstSeq - 1;
+    const from = Math.max(1, to - pageWindow(s) + 1);
+    v.older = { loading: true, error: '', acc: [], start: from };
+    request(s, { kind: 'older', where: v === s ? 'live' : 'archive', epoch: v.epoch, from, to, limit: RANGE_LIMIT });
+  }
+
+  function loadNewer(s) {
+    const ar = s.archive;
+    if (!ar || ar.atEnd || ar.newer.loading) return;
+    const from = ar.lastSeq + 1;
+    const to = s.firstSeq !== null ? s.firstSeq - 1 : null;
+    if (to !== null && from > to) { join(s); return; }
+    ar.newer = { loading: true, error: '', acc: null, start: from };
+    request(s, { kind: 'newer', where: 'archive', epoch: ar.epoch, liveEpoch: s.epoch, from, to, limit: 300 });
+  }
+
+  function newArchive(s, events, from, lastSeq) {
+    const ar = buildItems(s, events.filter(hasSeq).sort(bySeq));
+    return Object.assign(ar, { firstSeq: from, lastSeq, epoch: ++s.epochs, older: idleLoad(), newer: idleLoad(), atEnd: false, unseen: 0 });
+  }
+
+  // join: the archive reached the live view; they become one.
+  function join(s) {
+    const ar = s.archive;
+    s.archive = null;
+    mergeInto(s, ar, true);
+    s.firstSeq = s.firstSeq === null ? ar.firstSeq : Math.min(s.firstSeq, ar.firstSeq);
+  }
+
+  function setFocus(s, f) {
+    s.focus = Object.assign({ serial: ++s.focusSerial }, f);
+  }
+
+  // jump shows the event seq (a search hit): at once when a view holds it,
+  // else after one page. A page from a little before it up to the live view
+  // that fits in one answer is prepended to the live view (one conversation,
+  // scroll down to the present); a larger gap opens the archive window.
+  function jump(s, seq, moveFocus) {
+    s.jumping = null;
+    if (s.firstSeq !== null && seq >= s.firstSeq) {
+      s.archive = null;
+      setFocus(s, { seq, moveFocus });
+      return;
+    }
+    const ar = s.archive;
+    if (ar && seq >= ar.firstSeq && seq <= ar.lastSeq) {
+      setFocus(s, { seq, moveFocus });
+      return;
+    }
+    const before = Math.max(40, Math.min(900, Math.round(30 / s.density)));
+    const from = Math.max(1, seq - before);
+    const to = s.firstSeq !== null ? s.firstSeq - 1 : null;
+    s.jumping = { seq, serial: ++s.focusSerial, moveFocus };
+    request(s, { kind: 'jump', seq, serial: s.jumping.serial, epoch: s.epoch, from, to, limit: RANGE_LIMIT });
+  }
+
+  function viewFor(s, req) {
+    if (req.where === 'live') return req.epoch === s.epoch ? s : null;
+    return s.archive && s.archive.epoch === req.epoch ? s.archive : null;
+  }
+
+  function historyLoaded(s, req, events, truncated) {
+    events = Array.isArray(events) ? events : [];
+    const last = events.length ? events[events.length - 1] : null;
+    if (req.kind === 'older') {
+      const v = viewFor(s, req);
+      if (!v || !v.older.loading) return; // the view was cleared or replaced meanwhile
+      v.older.acc.push(...events);
+      if (truncated && last && hasSeq(last) && last.seq < req.to) {
+        // More than one answer's worth: fetch the rest up to the view, so no gap opens.
+        request(s, Object.assign({}, req, { from: last.seq + 1 }));
+        return;
+      }
+      const all = v.older.acc;
+      const from = v.older.start;
+      v.older = idleLoad();
+      const n = prependEvents(s, v, all, from);
+      learnDensity(s, all.length, req.to - from + 1);
+      if (n > 0) s.announce.push('Loaded ' + n + ' earlier item' + (n === 1 ? '' : 's') + '.');
+      if (atStart(v)) s.announce.push('Beginning of the conversation.');
+      return;
+    }
+    if (req.kind === 'newer') {
+      const ar = viewFor(s, req);
+      if (!ar || !ar.newer.loading) return;
+      ar.newer = idleLoad();
+      const fresh = events.filter((e) => hasSeq(e) && e.seq > ar.lastSeq).sort(bySeq);
+      mergeInto(ar, buildItems(s, fresh), false);
+      if (truncated && last) { ar.lastSeq = Math.max(ar.lastSeq, last.seq); return; }
+      if (req.to === null) { ar.lastSeq = last ? Math.max(ar.lastSeq, last.seq) : ar.lastSeq; ar.atEnd = true; return; }
+      ar.lastSeq = req.to;
+      // The live view was cleared meanwhile (a reset): its top moved; ask again.
+      if (req.liveEpoch !== s.epoch || s.firstSeq === null) { loadNewer(s); return; }
+      join(s);
+      return;
+    }
+    if (req.kind === 'jump') {
+      if (!s.jumping || s.jumping.serial !== req.serial) return; // a newer jump replaced it
+      const { moveFocus } = s.jumping;
+      s.jumping = null;
+      if (req.epoch !== s.epoch) { jump(s, req.seq, moveFocus); return; } // the live view changed: plan again
+      if (!truncated && s.firstSeq !== null && req.to !== null) {
+        prependEvents(s, s, events, req.from);
+        s.archive = null;
+      } else {
+        const lastSeq = truncated && last ? last.seq : req.to !== null ? req.to : last ? last.seq : req.from;
+        s.archive = newArchive(s, events, req.from, lastSeq);
+        if (!truncated && req.to === null) s.archive.atEnd = true;
+      }
+      setFocus(s, { seq: req.seq, moveFocus });
+    }
+  }
+
+  function historyFailed(s, req, error) {
+    const text = String(error || 'failed');
+    if (req.kind === 'older' || req.kind === 'newer') {
+      const v = viewFor(s, req);
+      if (!v) return;
+      if (req.kind === 'older') v.older = Object.assign(idleLoad(), { error: text });
+      else v.newer = Object.assign(idleLoad(), { error: text });
+      s.announce.push('Could not load ' + (req.kind === 'older' ? 'earlier' : 'newer') + ' messages: ' + text);
+    } else if (req.kind === 'jump') {
+      if (!s.jumping || s.jumping.serial !== req.serial) return;
+      s.jumping = null;
+      setNote(s, 'error', 'Could not open that message: ' + text);
+    } else if (req.kind === 'search') {
+      if (req.serial !== s.search.serial) return;
+      Object.assign(s.search, { status: 'error', error: text, hits: [] });
+    }
+  }
+
+  function search(s, q) {
+    const sr = s.search;
+    sr.query = String(q ?? '').trim();
+    if (!sr.query) {
+      Object.assign(sr, { status: 'idle', hits: [], error: '', forQuery: '' });
+      sr.serial++; // drops an answer still on its way
+      return;
+    }
+    Object.assign(sr, { status: 'loading', error: '' });
+    request(s, { kind: 'search', q: sr.query, serial: ++sr.serial, limit: 50 });
   }
 
   // ── per-connection frames ──
@@ -725,6 +975,8 @@ const Core = (() => {
     if (['reject', 'queue', 'interrupt'].includes(info.busy_policy)) s.busyPolicy = info.busy_policy;
 
     for (const ev of events) applyEvent(s, ev, false);
+    // How many persisted events a seq number holds here sizes the first page of older history.
+    if (s.firstSeq !== null) learnDensity(s, events.filter((e) => hasSeq(e) && PERSISTED.has(e.type) && e.seq >= s.firstSeq).length, s.lastSeq - s.firstSeq + 1);
 
     // connected.busy is the server's snapshot taken with the replay, so it
     // wins over what the replayed events suggest (the chat ring kept after a
@@ -839,6 +1091,43 @@ const Core = (() => {
           s.resetRequested = true;
         }
         break;
+
+      // ── history ──
+      case 'load-older':      // scrolled to the top, or "Load earlier messages"
+        loadOlder(s);
+        break;
+      case 'load-newer':      // the archive: scrolled to its bottom, or "Load newer messages"
+        loadNewer(s);
+        break;
+      case 'history-loaded':  // {req, events, truncated}: an answer of /api/history/range
+        historyLoaded(s, a.req, a.events, !!a.truncated);
+        break;
+      case 'history-failed':  // {req, error}: any history request failed
+        historyFailed(s, a.req, a.error);
+        break;
+      case 'jump':            // {seq, moveFocus}: show that event (a search hit)
+        if (typeof a.seq === 'number' && a.seq > 0) jump(s, a.seq, !!a.moveFocus);
+        break;
+      case 'back-to-live':    // leave the archive, show the present
+        s.archive = null;
+        s.jumping = null;
+        setFocus(s, { bottom: true });
+        break;
+      case 'search-open':
+        s.search.open = true;
+        break;
+      case 'search-close':
+        s.search.open = false;
+        s.jumping = null;
+        break;
+      case 'search':          // {q}: run a search (the shell debounces typing)
+        search(s, a.q);
+        break;
+      case 'search-results':  // {req, hits}: an answer of /api/history/search
+        if (a.req && a.req.serial === s.search.serial) {
+          Object.assign(s.search, { status: 'done', hits: Array.isArray(a.hits) ? a.hits : [], error: '', forQuery: a.req.q });
+        }
+        break;
       default:
         break;
     }
@@ -865,7 +1154,82 @@ const Core = (() => {
   // `since` for the next connection; omitted while we have seen nothing.
   const sinceParam = (s) => (s.lastSeq > 0 ? s.lastSeq : null);
 
+  // What the top of the shown view offers: 'none' (nothing shown), 'start'
+  // (seq 1 is shown), 'loading', 'error' or 'more'.
+  function olderState(s) {
+    const v = shown(s);
+    if (v.firstSeq === null) return 'none';
+    if (v.older.loading) return 'loading';
+    if (v.older.error) return 'error';
+    return atStart(v) ? 'start' : 'more';
+  }
+
+  // The item that shows event seq: the one made by it, else (an event that
+  // has no item of its own) the next one after it.
+  function itemForSeq(items, seq) {
+    let best = null;
+    for (const it of items) {
+      if (typeof it.seq !== 'number') continue;
+      if (it.seq === seq) return it;
+      if (it.seq > seq && (!best || it.seq < best.seq)) best = it;
+    }
+    return best;
+  }
+
+  // findMatches returns the [start, end) ranges of query in text, compared as
+  // the server's search does: case-insensitively, any whitespace matching any
+  // (snippets have their line breaks flattened to spaces).
+  function findMatches(text, query) {
+    const fold = (str) => Array.from(String(str ?? ''), (c) => {
+      if (/\s/.test(c)) return ' ';
+      const l = c.toLowerCase();
+      return l.length === c.length ? l : c;
+    }).join('');
+    const t = fold(text);
+    const q = fold(query).trim();
+    const out = [];
+    if (!q || t.length !== String(text ?? '').length) return out; // folding must keep offsets
+    for (let i = t.indexOf(q); i >= 0; i = t.indexOf(q, i + q.length)) out.push([i, i + q.length]);
+    return out;
+  }
+
+  // highlight splits text into [{text, mark}] runs for a snippet with the
+  // query marked; the view makes text nodes and <mark>s of them.
+  function highlight(text, query) {
+    text = String(text ?? '');
+    const out = [];
+    let at = 0;
+    for (const [a, b] of findMatches(text, query)) {
+      if (a > at) out.push({ text: text.slice(at, a), mark: false });
+      out.push({ text: text.slice(a, b), mark: true });
+      at = b;
+    }
+    if (at < text.length || !out.length) out.push({ text: text.slice(at), mark: false });
+    return out;
+  }
+
+  // withDays puts a day divider before the first item of each day, given
+  // dayOf(ts) → a key for its local day, or null. The first item gets none when it is of
+  // today (the usual case: no clutter until history reaches another day).
+  function withDays(items, dayOf, todayKey) {
+    const out = [];
+    const used = new Set();
+    let prev = null;
+    for (const it of items) {
+      const d = it.ts ? dayOf(it.ts) : null;
+      if (d !== null && d !== prev && !(prev === null && d === todayKey) && !used.has(d)) {
+        // rev is today's key: the label ("Today", "Yesterday") is redrawn after midnight.
+        out.push({ kind: 'day', key: 'd:' + d, ts: it.ts, rev: todayKey });
+        used.add(d);
+      }
+      if (d !== null) prev = d;
+      out.push(it);
+    }
+    return out;
+  }
+
   return { initialState, reduce, isBusy, sinceParam, channelLabel, channelKind, resetText, turnEndText, composer,
+    olderState, itemForSeq, findMatches, highlight, withDays, shown, pageWindow,
     markdown: Markdown.render, safeHref: Markdown.safeHref, textOf: Markdown.textOf, MAX_SENDS };
 })();
 
@@ -902,7 +1266,57 @@ function startApp() {
   function dispatch(action) {
     Core.reduce(state, action);
     drainOutbox();
+    drainRequests();
     updateTitle(); // synchronously: background tabs get no animation frames, and the title matters most there
+    scheduleRender();
+  }
+
+  // ── history over HTTP: the core asks (state.requests), we fetch and report back ──
+  function drainRequests() {
+    while (state.requests.length) runRequest(state.requests.shift());
+  }
+
+  function runRequest(req) {
+    const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
+    if (req.kind === 'search') {
+      apiGet('/api/history/search', { q: req.q, limit: req.limit })
+        .then((b) => dispatch({ type: 'search-results', req, hits: b.hits }), failed);
+      return;
+    }
+    apiGet('/api/history/range', { from: req.from, to: req.to, limit: req.limit })
+      .then((b) => dispatch({ type: 'history-loaded', req, events: b.events, truncated: b.truncated }), failed);
+  }
+
+  // apiGet fetches a JSON endpoint with the token; errors become one sentence.
+  async function apiGet(path, params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
+    const token = getToken();
+    let res;
+    try {
+      res = await fetch(path + '?' + q, { headers: token ? { Authorization: 'Bearer ' + token } : {}, cache: 'no-store',
+        signal: AbortSignal.timeout ? AbortSignal.timeout(30000) : undefined });
+    } catch {
+      throw new Error(navigator.onLine ? 'the server did not answer' : 'no network');
+    }
+    if (res.status === 401) {
+      askForToken();
+      throw new Error('an access token is needed');
+    }
+    let body = null;
+    try { body = await res.json(); } catch { /* not JSON */ }
+    if (!res.ok) throw new Error((body && body.message) || 'the server answered ' + res.status);
+    return body || {};
+  }
+
+  // The server refused our token on the API: the same prompt as for /ws.
+  function askForToken() {
+    if (net.authNeeded) return;
+    const had = !!getToken();
+    net.authNeeded = true;
+    net.tokenRejected = had;
+    if (had) setToken('');
+    showTokenForm();
     scheduleRender();
   }
 
@@ -1020,6 +1434,11 @@ function startApp() {
     cancel: $('cancel'), note: $('composer-note'), reason: $('composer-reason'),
     auth: $('auth'), authForm: $('auth-form'), authInput: $('auth-token'), authError: $('auth-error'),
     reset: $('reset'), resetDialog: $('reset-dialog'), resetConfirm: $('reset-confirm'), resetKeep: $('reset-keep'),
+    older: $('older'), olderText: $('older-text'), olderLoad: $('older-load'),
+    newer: $('newer'), newerText: $('newer-text'), newerLoad: $('newer-load'),
+    archiveBar: $('archive-bar'), archiveText: $('archive-text'), archiveBack: $('archive-back'),
+    searchOpen: $('search-open'), search: $('search'), searchInput: $('search-input'), searchClose: $('search-close'),
+    searchPanel: $('search-panel'), searchStatus: $('search-status'), searchRetry: $('search-retry'), searchResults: $('search-results'),
   };
 
   function h(tag, className, text) {
@@ -1039,6 +1458,33 @@ function startApp() {
     const t = h('time', 'when', d ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '');
     if (d) { t.dateTime = d.toISOString(); t.title = d.toLocaleString(); }
     return t;
+  }
+
+  // Days in local time: a key to compare, and the words for a divider or a search hit.
+  const dayKeyOf = (d) => d.getFullYear() + '-' + (d.getMonth() + 1) + '-' + d.getDate();
+  const dayKeys = new Map(); // ts → day key: withDays asks for every item on every render
+  function dayKey(ts) {
+    let k = dayKeys.get(ts);
+    if (k === undefined) {
+      const d = timeOf(ts);
+      k = d ? dayKeyOf(d) : null;
+      if (dayKeys.size > 50000) dayKeys.clear();
+      dayKeys.set(ts, k);
+    }
+    return k;
+  }
+  function relDay(d, short) {
+    const now = new Date();
+    if (dayKeyOf(d) === dayKeyOf(now)) return 'Today';
+    const y = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
+    if (dayKeyOf(d) === dayKeyOf(y)) return 'Yesterday';
+    const opts = short ? { weekday: 'short', day: 'numeric', month: 'short' } : { weekday: 'long', day: 'numeric', month: 'long' };
+    if (d.getFullYear() !== now.getFullYear()) opts.year = 'numeric';
+    return d.toLocaleDateString([], opts);
+  }
+  function whenLabel(ts) {
+    const d = timeOf(ts);
+    return d ? relDay(d, true) + ', ' + d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '';
   }
 
   function clip(s, n) {
@@ -1167,14 +1613,15 @@ function startApp() {
       },
       update(li, it) {
         li.querySelector('.tool-name').textContent = it.name || 'tool';
-        const st = it.error ? 'failed' : it.output === null ? 'running…' : 'done';
+        const over = it.ended || it.historic; // its turn is over: a missing result will not come
+        const st = it.error ? 'failed' : it.output === null ? (over ? 'no result' : 'running…') : 'done';
         li.querySelector('.tool-state').textContent = st;
         li.classList.toggle('failed', !!it.error);
         let args = it.args;
         if (args !== null && typeof args !== 'string') { try { args = JSON.stringify(args, null, 2); } catch { args = String(args); } }
         li.querySelector('.tool-args').textContent = clip(String(args ?? ''), 4000);
         li.querySelector('.tool-out').textContent = it.error ? 'error: ' + it.error + (it.output ? '\n' + clip(it.output, 4000) : '')
-          : it.output === null ? '…' : clip(it.output, 4000);
+          : it.output === null ? (over ? '(none)' : '…') : clip(it.output, 4000);
       },
     },
     notice: {
@@ -1184,6 +1631,29 @@ function startApp() {
     turn_end: {
       build(it) { return h('li', 'turn-end ' + it.status, it.text); },
       update() {},
+    },
+    // A reset: live, the first item of the cleared view; in older history,
+    // the line between what came before it and after.
+    reset: {
+      build(it) {
+        const li = h('li', 'divider reset');
+        li.append(h('span', 'divider-text', it.text));
+        const d = timeOf(it.ts);
+        if (d) li.title = 'Reset on ' + d.toLocaleString();
+        return li;
+      },
+      update() {},
+    },
+    day: {
+      build() {
+        const li = h('li', 'divider day');
+        li.append(h('span', 'divider-text'));
+        return li;
+      },
+      update(li, it) {
+        const d = timeOf(it.ts);
+        li.firstChild.textContent = d ? relDay(d, false) : '';
+      },
     },
   };
 
@@ -1236,6 +1706,7 @@ function startApp() {
       if (!rec) {
         rec = { node: view.build(it), rev: -1 };
         cache.set(key, rec);
+        keyOfNode.set(rec.node, key);
       }
       if (rec.rev !== it.rev) { view.update(rec.node, it); rec.rev = it.rev; }
       const want = prev ? prev.nextSibling : container.firstChild;
@@ -1245,6 +1716,7 @@ function startApp() {
     for (const [key, rec] of cache) if (!seen.has(key)) { rec.node.remove(); cache.delete(key); }
   }
 
+  const keyOfNode = new WeakMap();
   const itemCache = new Map();
   const pendingCache = new Map();
   let renderQueued = false;
@@ -1280,9 +1752,51 @@ function startApp() {
     if (document.title !== t) document.title = t;
   }
 
+  // The item nearest the top of the viewport, and where it is: after the
+  // list changes above it (an older page prepended, a day divider added) it
+  // is put back there, so reading is never yanked. Binary search: items are
+  // in order, and there may be thousands.
+  function topAnchor() {
+    const kids = el.log.children;
+    if (!kids.length) return null;
+    const top = el.main.getBoundingClientRect().top;
+    let lo = 0;
+    let hi = kids.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (kids[mid].getBoundingClientRect().bottom <= top) lo = mid + 1; else hi = mid;
+    }
+    const key = keyOfNode.get(kids[lo]);
+    return key ? { key, top: kids[lo].getBoundingClientRect().top } : null;
+  }
+
+  function bottomSig(list) {
+    const last = list[list.length - 1];
+    return (last ? last.key + ':' + last.rev : '') + '|' + state.pending.length;
+  }
+
+  let lastView = null;
+  let lastEpoch = 0;
+  let lastBottom = '';
+  let shownFocusSerial = 0;
+  let lastScrollTop = 0;
+
   function render() {
-    const stick = nearBottom();
-    const before = el.main.scrollHeight;
+    const v = Core.shown(state);
+    const inArchive = !!state.archive;
+    const switched = v !== lastView;
+    lastView = v;
+    if (switched || state.epoch !== lastEpoch) {
+      // Another view (a reset cleared it, a jump opened the archive): the
+      // reader has not scrolled in it yet.
+      wantOlder = wantNewer = false;
+      lastEpoch = state.epoch;
+    }
+    const focus = state.focus && state.focus.serial !== shownFocusSerial ? state.focus : null;
+    // Follow the conversation when at its bottom; in the archive, or while a
+    // jump or a join (the archive becoming live) places the view, do not.
+    const stick = !inArchive && !switched && !focus && nearBottom();
+    const anchor = stick || focus ? null : topAnchor();
 
     // header: connection indicator (text, not colour alone)
     const [connState, connText] = connectionView();
@@ -1290,13 +1804,18 @@ function startApp() {
     if (el.connText.textContent !== connText) el.connText.textContent = connText;
     el.retry.hidden = !(state.phase === 'down' && !net.authNeeded && connState === 'offline');
 
-    // conversation
-    reconcile(el.log, state.items, itemCache, (it) => views[it.kind] || views.notice);
+    // conversation: the live view or the archive, with day dividers
+    const list = Core.withDays(v.items, dayKey, dayKeyOf(new Date()));
+    reconcile(el.log, list, itemCache, (it) => views[it.kind] || views.notice);
     reconcile(el.pending, state.pending, pendingCache, () => pendingView);
-    el.empty.hidden = state.items.length > 0 || state.pending.length > 0;
+    el.pending.hidden = inArchive;
+    el.empty.hidden = v.items.length > 0 || (!inArchive && state.pending.length > 0);
     el.empty.textContent = state.phase === 'live' ? 'No messages yet.'
       : net.authNeeded ? 'Enter the access token to see the conversation.'
       : connState === 'offline' ? 'Not connected: the conversation appears once the server is reachable.' : 'Connecting…';
+    renderEdges(v);
+    renderArchiveBar();
+    renderSearch();
 
     // status line: only while a turn runs
     const busy = Core.isBusy(state);
@@ -1329,8 +1848,264 @@ function startApp() {
     }
 
     updateTitle();
-    if (stick) el.main.scrollTop = el.main.scrollHeight;
-    else if (el.main.scrollHeight > before) el.jump.hidden = false;
+
+    // scrolling: follow the bottom, keep the reading place, or go where asked
+    const sig = bottomSig(list);
+    if (focus) {
+      shownFocusSerial = focus.serial;
+      if (focus.bottom) {
+        clearHit();
+        el.main.scrollTop = el.main.scrollHeight;
+      } else {
+        showTarget(v, focus);
+      }
+    } else if (stick) {
+      el.main.scrollTop = el.main.scrollHeight;
+    } else if (anchor) {
+      const rec = itemCache.get(anchor.key);
+      if (rec && rec.node.isConnected) {
+        const dy = rec.node.getBoundingClientRect().top - anchor.top;
+        if (Math.abs(dy) >= 1) el.main.scrollTop += dy;
+      }
+    }
+    if (inArchive || nearBottom()) el.jump.hidden = true;
+    else if (sig !== lastBottom && !switched && !focus) el.jump.hidden = false; // something new below
+    lastBottom = sig;
+    // What we scrolled (or the browser clamped) is not the reader scrolling:
+    // only moves from here on say "they want older messages".
+    lastScrollTop = el.main.scrollTop;
+    autoLoad();
+  }
+
+  // The top of the shown view: a button to load older messages (also for
+  // keyboards; it keeps focus while it loads), the error with "Try again", or
+  // "Beginning of the conversation". In the archive the bottom has the same
+  // for newer messages.
+  function renderEdges(v) {
+    const os = Core.olderState(state);
+    el.older.hidden = os === 'none';
+    el.older.dataset.state = os;
+    const olderText = os === 'start' ? 'Beginning of the conversation'
+      : os === 'error' ? 'Could not load earlier messages: ' + v.older.error : '';
+    if (el.olderText.textContent !== olderText) el.olderText.textContent = olderText;
+    el.olderText.hidden = !olderText;
+    if (os === 'start' && document.activeElement === el.olderLoad) el.main.focus({ preventScroll: true });
+    el.olderLoad.hidden = os === 'start' || os === 'none';
+    el.olderLoad.textContent = os === 'loading' ? 'Loading earlier messages…' : os === 'error' ? 'Try again' : 'Load earlier messages';
+    el.olderLoad.setAttribute('aria-disabled', String(os === 'loading'));
+
+    const ar = state.archive;
+    const ns = !ar || ar.atEnd ? 'none' : ar.newer.loading ? 'loading' : ar.newer.error ? 'error' : 'more';
+    el.newer.hidden = ns === 'none';
+    el.newer.dataset.state = ns;
+    const newerText = ns === 'error' ? 'Could not load newer messages: ' + ar.newer.error : '';
+    if (el.newerText.textContent !== newerText) el.newerText.textContent = newerText;
+    el.newerText.hidden = !newerText;
+    el.newerLoad.textContent = ns === 'loading' ? 'Loading newer messages…' : ns === 'error' ? 'Try again' : 'Load newer messages';
+    el.newerLoad.setAttribute('aria-disabled', String(ns === 'loading'));
+  }
+
+  function renderArchiveBar() {
+    const ar = state.archive;
+    el.archiveBar.hidden = !ar;
+    if (!ar) return;
+    const text = 'Viewing earlier messages' + (ar.unseen ? ' · ' + ar.unseen + ' new' : '');
+    if (el.archiveText.textContent !== text) el.archiveText.textContent = text;
+  }
+
+  // ── search ──
+  let searchExpanded = false; // the results panel is open (the field has focus and something to show)
+  let activeIndex = -1;       // the result ↑/↓ chose
+  let renderedHits = null;
+  let renderedQuery = '';
+  let searchTimer = null;
+
+  function renderSearch() {
+    const sr = state.search;
+    el.search.hidden = !sr.open;
+    el.searchOpen.setAttribute('aria-expanded', String(sr.open));
+    el.searchOpen.classList.toggle('on', sr.open);
+    if (!sr.open) return;
+
+    let status = '';
+    if (state.jumping) status = 'Opening the message…';
+    else if (sr.status === 'loading') status = 'Searching…';
+    else if (sr.status === 'error') status = 'Search failed: ' + sr.error;
+    else if (sr.status === 'done' && !sr.hits.length) status = 'No matches for “' + sr.forQuery + '”.';
+    else if (sr.status === 'done') {
+      const n = sr.hits.length;
+      status = n >= 50 ? 'The newest ' + n + ' matches' : n + (n === 1 ? ' match' : ' matches') + ', newest first';
+    }
+    const hint = sr.status === 'done' && sr.hits.length && !state.jumping ? ' — ↑ ↓ to choose, Enter to open' : '';
+    if (el.searchStatus.textContent !== status + hint) {
+      el.searchStatus.replaceChildren(status, ...(hint ? [h('span', 'kbd-hint', hint)] : []));
+    }
+    el.searchRetry.hidden = sr.status !== 'error';
+
+    if (sr.hits !== renderedHits || sr.forQuery !== renderedQuery) {
+      renderedHits = sr.hits;
+      renderedQuery = sr.forQuery;
+      activeIndex = -1;
+      el.searchResults.replaceChildren(...sr.hits.map(resultNode));
+    }
+    // While a jump waits for its page the panel says so (without the list).
+    const expanded = (searchExpanded && status !== '') || !!state.jumping;
+    el.searchPanel.hidden = !expanded;
+    el.searchResults.hidden = !!state.jumping;
+    el.searchInput.setAttribute('aria-expanded', String(expanded && sr.hits.length > 0));
+    const kids = el.searchResults.children;
+    for (let i = 0; i < kids.length; i++) {
+      const on = i === activeIndex;
+      kids[i].classList.toggle('active', on);
+      kids[i].setAttribute('aria-selected', String(on));
+    }
+    if (expanded && activeIndex >= 0 && kids[activeIndex]) {
+      el.searchInput.setAttribute('aria-activedescendant', kids[activeIndex].id);
+      kids[activeIndex].scrollIntoView({ block: 'nearest' });
+    } else {
+      el.searchInput.removeAttribute('aria-activedescendant');
+    }
+  }
+
+  // One result: who (the channel badge, or "assistant"), when, and the
+  // snippet with the query marked — text nodes and <mark>, never markup.
+  function resultNode(hit, i) {
+    const li = h('li', 'result');
+    li.id = 'search-result-' + i;
+    li.setAttribute('role', 'option');
+    li.dataset.index = String(i);
+    const meta = h('div', 'result-meta');
+    if (hit.type === 'assistant') meta.append(h('span', 'who', 'assistant'));
+    else meta.append(h('span', 'badge ch-' + Core.channelKind(hit.channel), Core.channelLabel(hit)));
+    const t = h('time', 'when', whenLabel(hit.ts));
+    const d = timeOf(hit.ts);
+    if (d) t.dateTime = d.toISOString();
+    meta.append(t);
+    const snip = h('div', 'result-snippet');
+    for (const part of Core.highlight(hit.snippet, state.search.forQuery)) {
+      snip.append(part.mark ? h('mark', null, part.text) : document.createTextNode(part.text));
+    }
+    li.append(meta, snip);
+    return li;
+  }
+
+  function openSearch() {
+    dispatch({ type: 'search-open' });
+    el.search.hidden = false; // now, so it can take focus
+    searchExpanded = true;
+    el.searchInput.focus();
+    el.searchInput.select();
+    renderSearch();
+  }
+
+  function closeSearch() {
+    clearTimeout(searchTimer);
+    const hadFocus = el.search.contains(document.activeElement) || (hitNode && hitNode.contains(document.activeElement));
+    searchExpanded = false;
+    clearHit();
+    dispatch({ type: 'search-close' });
+    el.search.hidden = true;
+    if (hadFocus) el.input.focus();
+  }
+
+  function runSearch() {
+    clearTimeout(searchTimer);
+    searchExpanded = true;
+    dispatch({ type: 'search', q: el.searchInput.value });
+  }
+
+  function openResult(i) {
+    const hit = state.search.hits[i];
+    if (!hit) return;
+    activeIndex = i;
+    searchExpanded = false;
+    dispatch({ type: 'jump', seq: hit.seq, moveFocus: true });
+  }
+
+  // ── the jump target: scrolled to, outlined, the query marked inside ──
+  let hitNode = null;
+
+  function clearHit() {
+    if (!hitNode) return;
+    hitNode.classList.remove('hit', 'flash');
+    for (const m of hitNode.querySelectorAll('mark.find')) m.replaceWith(document.createTextNode(m.textContent));
+    for (const box of hitNode.querySelectorAll('.text, .md')) box.normalize();
+    hitNode = null;
+  }
+
+  function markMatches(root, query) {
+    if (!query) return;
+    for (const box of root.querySelectorAll('.text, .md')) {
+      const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+      const nodes = [];
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+      for (const n of nodes) {
+        const parts = Core.highlight(n.data, query);
+        if (parts.length < 2 && !parts[0].mark) continue;
+        n.replaceWith(...parts.map((p) => (p.mark ? h('mark', 'find', p.text) : document.createTextNode(p.text))));
+      }
+    }
+  }
+
+  function showTarget(v, focus) {
+    const it = Core.itemForSeq(v.items, focus.seq);
+    const rec = it && itemCache.get(it.key);
+    clearHit();
+    if (!rec) return;
+    hitNode = rec.node;
+    markMatches(hitNode, state.search.forQuery || state.search.query);
+    hitNode.classList.add('hit');
+    hitNode.classList.remove('flash');
+    void hitNode.offsetWidth; // restart the animation
+    hitNode.classList.add('flash');
+    // Centre it; a message taller than the view shows its first match a third down.
+    const view = el.main.getBoundingClientRect();
+    const box = hitNode.getBoundingClientRect();
+    const mark = hitNode.querySelector('mark.find');
+    el.main.scrollTop += box.height <= view.height - 48 ? box.top - view.top - (view.height - box.height) / 2
+      : (mark ? mark.getBoundingClientRect().top : box.top) - view.top - view.height / 3;
+    if (focus.moveFocus) {
+      hitNode.tabIndex = -1; // focusable by script only: screen readers read it, Tab order unchanged
+      hitNode.focus({ preventScroll: true });
+    }
+  }
+
+  // ── scroll-back: load older (or, in the archive, newer) messages when the
+  // reader scrolls near an edge. Only the reader's own moves count: a page
+  // that merely fits the screen (right after a reset, say) is not filled
+  // with old history unasked — the button is there for that.
+  const EDGE_MARGIN = 800; // px beyond the viewport: load before the edge shows
+  let wantOlder = false;
+  let wantNewer = false;
+  let nearOlder = false;
+  let nearNewer = false;
+
+  function autoLoad() {
+    // IntersectionObserver says when an edge comes near; its answer may be a
+    // frame old (a page was just prepended), so the geometry is checked too.
+    if (wantOlder && nearOlder && Core.olderState(state) === 'more' &&
+        el.older.getBoundingClientRect().bottom > el.main.getBoundingClientRect().top - EDGE_MARGIN) {
+      dispatch({ type: 'load-older' });
+    }
+    const ar = state.archive;
+    if (wantNewer && nearNewer && ar && !ar.atEnd && !ar.newer.loading && !ar.newer.error &&
+        el.newer.getBoundingClientRect().top < el.main.getBoundingClientRect().bottom + EDGE_MARGIN) {
+      dispatch({ type: 'load-newer' });
+    }
+  }
+
+  if ('IntersectionObserver' in window) {
+    const io = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (e.target === el.older) nearOlder = e.isIntersecting;
+        if (e.target === el.newer) nearNewer = e.isIntersecting;
+      }
+      autoLoad();
+    }, { root: el.main, rootMargin: EDGE_MARGIN + 'px 0px ' + EDGE_MARGIN + 'px 0px' });
+    io.observe(el.older);
+    io.observe(el.newer);
+  } else {
+    nearOlder = nearNewer = true; // the geometry check in autoLoad decides
   }
 
   function showNote(kind, text) {
@@ -1384,6 +2159,7 @@ function startApp() {
     }
     el.input.value = '';
     autosize();
+    if (state.archive) dispatch({ type: 'back-to-live' }); // you want to see it go out
     dispatch({ type: 'submit', id, content });
     el.main.scrollTop = el.main.scrollHeight; // you just sent it: show it
   }
@@ -1450,8 +2226,96 @@ function startApp() {
     }
   });
 
-  el.main.addEventListener('scroll', () => { if (nearBottom()) el.jump.hidden = true; });
+  el.main.addEventListener('scroll', () => {
+    const t = el.main.scrollTop;
+    if (t < lastScrollTop - 1) wantOlder = true;
+    else if (t > lastScrollTop + 1) wantNewer = true;
+    lastScrollTop = t;
+    if (nearBottom()) el.jump.hidden = true;
+    autoLoad();
+  }, { passive: true });
+  // A wheel or keys towards an edge also count when the view cannot scroll.
+  el.main.addEventListener('wheel', (e) => {
+    if (e.deltaY < 0) wantOlder = true; else if (e.deltaY > 0) wantNewer = true;
+    autoLoad();
+  }, { passive: true });
+  el.main.addEventListener('keydown', (e) => {
+    if (['PageUp', 'Home', 'ArrowUp'].includes(e.key)) wantOlder = true;
+    if (['PageDown', 'End', 'ArrowDown'].includes(e.key)) wantNewer = true;
+  });
   el.jump.addEventListener('click', () => { el.main.scrollTop = el.main.scrollHeight; el.jump.hidden = true; });
+
+  el.olderLoad.addEventListener('click', () => {
+    if (el.olderLoad.getAttribute('aria-disabled') === 'true') return;
+    wantOlder = true;
+    dispatch({ type: 'load-older' });
+  });
+  el.newerLoad.addEventListener('click', () => {
+    if (el.newerLoad.getAttribute('aria-disabled') === 'true') return;
+    wantNewer = true;
+    dispatch({ type: 'load-newer' });
+  });
+  el.archiveBack.addEventListener('click', () => {
+    dispatch({ type: 'back-to-live' });
+    el.input.focus({ preventScroll: true });
+  });
+
+  // search: the header button, "/" (when not typing) and Ctrl+K / ⌘K open it
+  el.searchOpen.addEventListener('click', () => (state.search.open ? closeSearch() : openSearch()));
+  el.searchClose.addEventListener('click', closeSearch);
+  el.searchRetry.addEventListener('click', () => { runSearch(); el.searchInput.focus(); });
+  el.searchInput.addEventListener('input', () => {
+    searchExpanded = true;
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(runSearch, 250);
+  });
+  el.searchInput.addEventListener('focus', () => { searchExpanded = true; renderSearch(); });
+  el.searchInput.addEventListener('keydown', (e) => {
+    if (e.isComposing || e.keyCode === 229) return;
+    const sr = state.search;
+    const n = sr.hits.length;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      searchExpanded = true;
+      if (n && sr.status === 'done') {
+        activeIndex = e.key === 'ArrowDown' ? (activeIndex + 1) % n : activeIndex <= 0 ? n - 1 : activeIndex - 1;
+      }
+      renderSearch();
+    } else if (e.key === 'Enter') {
+      e.preventDefault();
+      const q = el.searchInput.value.trim();
+      if (!q) return;
+      // Typed but not searched yet: search now. Searched: open the chosen (or first) result.
+      if (q !== sr.query || sr.status === 'idle' || sr.status === 'error') runSearch();
+      else if (sr.status === 'done' && n) openResult(Math.max(0, activeIndex));
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      closeSearch();
+    }
+  });
+  el.search.addEventListener('focusout', (e) => {
+    if (!el.search.contains(e.relatedTarget)) { searchExpanded = false; renderSearch(); }
+  });
+  el.searchResults.addEventListener('mousedown', (e) => e.preventDefault()); // keep focus in the field
+  el.searchResults.addEventListener('click', (e) => {
+    const li = e.target.closest('li[data-index]');
+    if (li) openResult(Number(li.dataset.index));
+  });
+
+  const typing = (t) => t instanceof Element && (t.closest('input, textarea, select, [contenteditable=""], [contenteditable="true"]') !== null);
+  document.addEventListener('keydown', (e) => {
+    if (e.defaultPrevented || e.isComposing || el.resetDialog.open) return;
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && (e.key === 'k' || e.key === 'K')) {
+      e.preventDefault();
+      openSearch();
+    } else if (e.key === '/' && !e.ctrlKey && !e.metaKey && !e.altKey && !typing(e.target)) {
+      e.preventDefault();
+      openSearch();
+    } else if (e.key === 'Escape' && state.search.open && !el.search.contains(e.target)) {
+      closeSearch();
+    }
+  });
 
   // Repaint the indicator now and then so "offline" shows up while the backoff waits.
   setInterval(() => { if (state.phase !== 'live') scheduleRender(); }, 1000);

@@ -54,7 +54,7 @@ assert.strictEqual(s.lastSeq, 15);
 
 // 4. reset clears the view
 frame(s, ev(16, 'reset', null, { reason: 'idle-timeout', kept: 20 }));
-assert.deepStrictEqual(kinds(s), ['notice:Conversation reset (idle timeout) — kept 20 exchanges']);
+assert.deepStrictEqual(kinds(s), ['reset:Conversation reset (idle timeout) — kept 20 exchanges']);
 
 // 5. pending: queued offline, sent on synced, removed by echo (even a duplicate echo)
 s = Core.initialState();
@@ -231,7 +231,7 @@ s.outbox.length = 0;
 Core.reduce(s, { type: 'reset' });
 frame(s, ev(4, 'reset', null, { reason: 'manual', kept: 1 }));
 assert(!s.resetRequested);
-assert.deepStrictEqual(kinds(s), ['notice:Conversation reset (manual) — kept 1 exchange']);
+assert.deepStrictEqual(kinds(s), ['reset:Conversation reset (manual) — kept 1 exchange']);
 
 // 17. channel badges: the built-in channels, anything else is custom
 assert.deepStrictEqual(['web', 'console', 'email', 'webhook', 'cron', undefined].map(Core.channelKind),
