@@ -64,12 +64,14 @@ func (m *SessionManager) restore(tail []event.Event) {
 		keep = append(kept.Events(), clean[resetAt:]...)
 		m.lastReset = clean[resetAt].Seq
 	}
+	frames := make(map[int64]*Frame, len(clean))
 	for _, e := range clean {
 		f := newFrame(e)
-		m.remember(f)
+		frames[e.Seq] = f
+		m.remember(f) // ids from before the last reset are remembered too
 	}
 	for _, e := range keep {
-		m.buf = append(m.buf, newFrame(e))
+		m.buf = append(m.buf, frames[e.Seq])
 	}
 	switch {
 	case resetAt >= 0:
