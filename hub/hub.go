@@ -252,8 +252,8 @@ func (s *Subscription) Take() (frames []*Frame, ended bool) {
 	spare := s.spare
 	used := len(spare)
 	clear(spare)
-	if cap(spare) > 64 && cap(spare) > 4*used {
-		spare = nil // the burst is over: let its buffer go
+	if cap(spare) > 1024 && cap(spare) > 4*used {
+		spare = nil // a big burst is over: let its buffer go
 	}
 	s.mu.Lock()
 	frames, s.queue = s.queue, spare[:0]
