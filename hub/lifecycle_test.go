@@ -397,3 +397,24 @@ func TestShutdownRecordsInterruptedNotCancelled(t *testing.T) {
 		}
 	}
 }
+
+// sloppyAgent emits a tool call whose arguments are not JSON, as a buggy
+// backend might; the session must survive it.
+type sloppyAgent struct{}
+
+func (sloppyAgent) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
+	emit(event.ToolCall, event.ToolCallData{ID: "x", Name: "history_search", Args: json.RawMessage(`{"query": "cats`)})
+	return agent.Reply{Content: "ok"}, nil
+}
+
+func TestInvalidToolArgsDoNotBreakTheSession(t *testing.T) {
+	h := startHub(t, Config{}, sloppyAgent{})
+	s, _ := subscribe(t, h, 0)
+	evs := talk(t, h, s, "go")
+	if evs[1].Type != event.ToolCall || !json.Valid(evs[1].Data) {
+		t.Fatalf("tool call event %s %s", evs[1].Type, evs[1].Data)
+	}
+	if d := data[event.ToolCallData](t, evs[1]); string(d.Args) != `"{\"query\": \"cats"` {
+		t.Fatalf("args kept as %s, want the raw text as a JSON string", d.Args)
+	}
+}

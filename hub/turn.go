@@ -208,14 +208,17 @@ func (m *SessionManager) notes(in Input) []string {
 	return n
 }
 
-// limitData applies MaxStoredString to the strings an agent emits.
+// limitData makes what an agent emits safe to store: MaxStoredString on
+// its strings, valid JSON in tool-call arguments.
 func limitData(data any) any {
 	switch d := data.(type) {
 	case event.ToolResultData:
 		d.Output = truncate(d.Output)
 		return d
 	case event.ToolCallData:
-		if len(d.Args) > MaxStoredString {
+		// Args is raw JSON from the backend: invalid JSON would make the
+		// event unencodable, so it is kept as a JSON string instead.
+		if len(d.Args) > MaxStoredString || (len(d.Args) > 0 && !json.Valid(d.Args)) {
 			d.Args, _ = json.Marshal(truncate(string(d.Args)))
 		}
 		return d
