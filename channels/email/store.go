@@ -207,17 +207,7 @@ func (s *spool) readInbox(suffix string) ([]inboxItem, []error) {
 	if err != nil {
 		return nil, []error{err}
 	}
-	var items []inboxItem
-	var errs []error
-	for _, p := range paths {
-		var it inboxItem
-		if err := readJSON(p, &it); err != nil {
-			errs = append(errs, err)
-			_ = os.Rename(p, p+".bad")
-			continue
-		}
-		items = append(items, it)
-	}
+	items, errs := readAll[inboxItem](paths)
 	sort.Slice(items, func(i, j int) bool {
 		if items[i].Seq != items[j].Seq {
 			return items[i].Seq < items[j].Seq
@@ -227,16 +217,13 @@ func (s *spool) readInbox(suffix string) ([]inboxItem, []error) {
 	return items, errs
 }
 
-// outboxItems returns the unsent replies, oldest first.
-func (s *spool) outboxItems() ([]outboxItem, []error) {
-	paths, err := jsonFiles(s.outbox)
-	if err != nil {
-		return nil, []error{err}
-	}
-	var items []outboxItem
+// readAll decodes every file in paths. An unreadable one is moved aside
+// (renamed *.bad) and reported, never retried forever.
+func readAll[T any](paths []string) ([]T, []error) {
+	var items []T
 	var errs []error
 	for _, p := range paths {
-		var it outboxItem
+		var it T
 		if err := readJSON(p, &it); err != nil {
 			errs = append(errs, err)
 			_ = os.Rename(p, p+".bad")
@@ -244,6 +231,16 @@ func (s *spool) outboxItems() ([]outboxItem, []error) {
 		}
 		items = append(items, it)
 	}
+	return items, errs
+}
+
+// outboxItems returns the unsent replies, oldest first.
+func (s *spool) outboxItems() ([]outboxItem, []error) {
+	paths, err := jsonFiles(s.outbox)
+	if err != nil {
+		return nil, []error{err}
+	}
+	items, errs := readAll[outboxItem](paths)
 	sort.Slice(items, func(i, j int) bool {
 		if !items[i].Created.Equal(items[j].Created) {
 			return items[i].Created.Before(items[j].Created)
