@@ -189,6 +189,9 @@ type ConnectedData struct {
 	Resumed    bool   `json:"resumed"`
 	// MaxMessageBytes is the largest frame the server reads (server.max_message_bytes).
 	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+	// BusyPolicy is session.busy_policy, so a client knows whether a
+	// message sent while busy is refused, queued or interrupts.
+	BusyPolicy string `json:"busy_policy,omitempty"`
 }
 
 // SyncedData ends a replay. Gapless is false when the client did not get

@@ -90,7 +90,7 @@ func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
 	snap := Snapshot{
 		Connected: event.ConnectedData{
 			SessionID: m.sess.SessionID, Generation: m.sess.Generation,
-			Busy: m.turn != nil, LastSeq: m.seq, Resumed: m.seq > 0,
+			Busy: m.turn != nil, LastSeq: m.seq, Resumed: m.seq > 0, BusyPolicy: m.cfg.BusyPolicy,
 		},
 		Synced: event.SyncedData{LastSeq: m.seq},
 	}

@@ -135,7 +135,7 @@ func TestTurnSequenceAndEcho(t *testing.T) {
 	g := testagent.NewGate()
 	h := startHub(t, Config{}, g)
 	s, snap := subscribe(t, h, 0)
-	if snap.Connected.Resumed || snap.Connected.LastSeq != 0 || len(snap.Replay) != 0 {
+	if snap.Connected.Resumed || snap.Connected.LastSeq != 0 || len(snap.Replay) != 0 || snap.Connected.BusyPolicy != PolicyReject {
 		t.Fatalf("fresh session snapshot = %+v", snap)
 	}
 	r := submit(t, h, "hello", "c-1")
