@@ -58,7 +58,9 @@ func (m *SessionManager) trimBuffer() {
 			m.volatile--
 		}
 	}
-	m.bufFirst = m.buf[n-1].Event.Seq + 1
+	// After a reset the kept exchanges sit before the reset event with
+	// older seqs: trimming them must not move the covered range back.
+	m.bufFirst = max(m.bufFirst, m.buf[n-1].Event.Seq+1)
 	clear(m.buf[:n])
 	m.buf = m.buf[n:]
 }
@@ -68,20 +70,18 @@ func (m *SessionManager) trimBuffer() {
 // replay stays short and matches what the chat log holds.
 func (m *SessionManager) compact(turn string) {
 	out := m.buf[:0]
+	m.volatile = 0
 	for _, f := range m.buf {
-		if f.Event.Turn == turn && !f.Event.Type.Persisted() {
-			continue
+		if !f.Event.Type.Persisted() {
+			if f.Event.Turn == turn {
+				continue
+			}
+			m.volatile++ // another turn's, e.g. one cut short by interrupt
 		}
 		out = append(out, f)
 	}
 	clear(m.buf[len(out):])
 	m.buf = out
-	m.volatile = 0
-	for _, f := range m.buf {
-		if !f.Event.Type.Persisted() {
-			m.volatile++ // another turn's, e.g. one cut short by interrupt
-		}
-	}
 }
 
 func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {

@@ -418,3 +418,25 @@ func TestInvalidToolArgsDoNotBreakTheSession(t *testing.T) {
 		t.Fatalf("args kept as %s, want the raw text as a JSON string", d.Args)
 	}
 }
+
+func TestTrimAfterResetKeepsGaplessHonest(t *testing.T) {
+	h := startHub(t, Config{RetainExchanges: 2, BufferEvents: 100}, &testagent.Count{N: 1})
+	s, _ := subscribe(t, h, 0)
+	for i := range 4 {
+		talk(t, h, s, fmt.Sprint("before ", i))
+	}
+	h.Reset(ctxT(t), ResetManual)
+	reset := next(t, s).Seq
+	// Buffer: 4 kept events + reset + 3 per turn. 33 turns make 104, so
+	// the trim drops exactly the kept exchanges (older seqs) and nothing
+	// after the reset.
+	for i := range 33 {
+		talk(t, h, s, fmt.Sprint("after ", i))
+	}
+	// A client that last saw an event from before the reset missed the
+	// reset's trimming: it must not be told its replay is gapless.
+	_, snap := subscribe(t, h, reset-2)
+	if snap.Synced.Gapless {
+		t.Fatalf("since %d (before the reset at %d) replayed as gapless", reset-2, reset)
+	}
+}
