@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -26,13 +27,11 @@ func truncate(s string) string {
 		return s
 	}
 	cut := MaxStoredString
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("\n\n[… truncated: %d more bytes over the 512 KiB limit]", len(s)-cut)
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func (m *SessionManager) remember(f *Frame) {
 	if f.Event.Type != event.User {
