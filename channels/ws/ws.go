@@ -97,6 +97,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has written the HTTP error
 	}
+	// Every way out of this handler releases the socket. The library closes
+	// the TCP connection only when a close handshake completes or a Read or
+	// Write context expires: a peer that vanished (EOF, reset) or one sent
+	// 1009 for an oversize frame would otherwise keep its fd open for good.
+	// After a completed Close this is a no-op.
+	defer c.CloseNow()
 	c.SetReadLimit(h.opts.MaxMessageBytes)
 
 	// The connection's lifetime context: not the request's, which the
