@@ -1930,3 +1930,10 @@ func matchAt(sets [][256]bool, b []byte) bool {
 	}
 	return true
 }
+
+// Since returns up to limit persisted events with seq ≥ from, oldest
+// first: what the search index reads to catch up (index.Source).
+func (r *Reader) Since(from int64, limit int) ([]event.Event, error) {
+	evs, _, _, err := r.Range(Bound{Seq: max(from, 1)}, Bound{}, limit)
+	return evs, err
+}

@@ -1,0 +1,329 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// Source reads the chat log: the persisted events with seq ≥ from, oldest
+// first, at most limit. An empty result means the log holds nothing newer.
+type Source func(from int64, limit int) ([]event.Event, error)
+
+// MemorySource returns the long-term memory sections to index (TS and
+// Content set).
+type MemorySource func() ([]Doc, error)
+
+// FollowerOptions configures a Follower.
+type FollowerOptions struct {
+	// Path is the index file. Required.
+	Path string
+	// Log reads the chat log. Required.
+	Log Source
+	// Memory reads long-term memory; nil indexes no memory.
+	Memory MemorySource
+	// LogSeq is the newest seq in the chat log at start: searches wait
+	// for the index to reach it (see Search).
+	LogSeq int64
+	// Logger gets progress and trouble. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Follower keeps an index in step with the chat log. The hub tells it
+// about appends with Notify, which never blocks; Run, on a goroutine of
+// its own, reads what is new from the log and indexes it. Search may be
+// called from any goroutine.
+type Follower struct {
+	opts FollowerOptions
+
+	mu sync.RWMutex // held for writing only while the index is swapped
+	ix *Index
+
+	wake    chan struct{} // something was appended
+	memWake chan struct{} // long-term memory changed
+
+	target  atomic.Int64 // newest seq the hub has appended (or the log had at start)
+	covered atomic.Int64 // every event up to this seq that is on disk is indexed
+	indexed atomic.Int64 // newest seq in the index
+	damaged atomic.Bool  // a search found the index damaged
+
+	pmu        sync.Mutex
+	progressed chan struct{} // closed and replaced whenever covered moves
+}
+
+// batchEvents is how many events one catch-up transaction takes.
+const batchEvents = 4096
+
+// searchWait is how long a search waits for the index to catch up before
+// answering from what it has.
+const searchWait = time.Second
+
+// NewFollower opens the index at opts.Path (rebuilding one that is
+// damaged, from another version, or ahead of the log) and returns its
+// Follower. Call Run to start following.
+func NewFollower(opts FollowerOptions) (*Follower, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	f := &Follower{opts: opts, wake: make(chan struct{}, 1), memWake: make(chan struct{}, 1), progressed: make(chan struct{})}
+	ix, why, err := Open(opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		opts.Logger.Warn("search index rebuilt from the chat log", "path", opts.Path, "reason", why)
+	}
+	last, err := ix.LastSeq(context.Background())
+	if err == nil && last > opts.LogSeq {
+		// The index knows events the log does not: the log was replaced.
+		ix.Close()
+		opts.Logger.Warn("search index is ahead of the chat log; rebuilding", "index_seq", last, "log_seq", opts.LogSeq)
+		if err := Remove(opts.Path); err != nil {
+			return nil, err
+		}
+		if ix, _, err = Open(opts.Path); err != nil {
+			return nil, err
+		}
+		last = 0
+	} else if err != nil {
+		ix.Close()
+		return nil, err
+	}
+	f.ix = ix
+	f.indexed.Store(last)
+	f.covered.Store(last)
+	f.target.Store(opts.LogSeq)
+	return f, nil
+}
+
+// Notify tells the follower that the log now holds seq. It never blocks;
+// the hub calls it after each append.
+func (f *Follower) Notify(seq int64) {
+	for {
+		t := f.target.Load()
+		if seq <= t || f.target.CompareAndSwap(t, seq) {
+			break
+		}
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NotifyMemory tells the follower that long-term memory changed. It never
+// blocks.
+func (f *Follower) NotifyMemory() {
+	select {
+	case f.memWake <- struct{}{}:
+	default:
+	}
+}
+
+// Run follows the log until ctx ends, then closes the index. A damaged
+// index is rebuilt; other failures (a full disk) are logged once and
+// retried.
+func (f *Follower) Run(ctx context.Context) error {
+	defer func() {
+		f.mu.Lock()
+		f.ix.Close()
+		f.mu.Unlock()
+	}()
+	memDirty := f.opts.Memory != nil
+	var failing error
+	retry := time.NewTimer(0)
+	retry.Stop()
+	for {
+		var err error
+		if f.damaged.Swap(false) {
+			err = ErrCorrupt
+		} else {
+			err = f.catchUp(ctx)
+		}
+		if err == nil && memDirty {
+			if err = f.syncMemory(ctx); err == nil {
+				memDirty = false
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrCorrupt):
+			f.opts.Logger.Warn("search index is damaged; rebuilding from the chat log", "err", err)
+			if err = f.rebuild(); err == nil {
+				memDirty = f.opts.Memory != nil
+				continue
+			}
+		}
+		if err != nil {
+			if failing == nil {
+				f.opts.Logger.Error("search index cannot be updated; retrying", "err", err)
+			}
+			failing = err
+			retry.Reset(5 * time.Second)
+		} else if failing != nil {
+			f.opts.Logger.Info("search index updates again")
+			failing = nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-f.wake:
+		case <-f.memWake:
+			memDirty = f.opts.Memory != nil
+		case <-retry.C:
+		}
+	}
+}
+
+// catchUp indexes everything the log holds past the index.
+func (f *Follower) catchUp(ctx context.Context) error {
+	target := f.target.Load()
+	from := f.indexed.Load()
+	behind := target - from
+	start := time.Now()
+	lastReport := start
+	big := behind > 50_000
+	if big {
+		f.opts.Logger.Info("indexing the chat log for search", "from_seq", from+1, "to_seq", target)
+	}
+	var docs int
+	for {
+		evs, err := f.opts.Log(f.indexed.Load()+1, batchEvents)
+		if err != nil {
+			return fmt.Errorf("read chat log: %w", err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		f.mu.RLock()
+		err = f.ix.Add(ctx, evs)
+		f.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		docs += len(evs)
+		f.indexed.Store(max(f.indexed.Load(), evs[len(evs)-1].Seq))
+		if big && time.Since(lastReport) > 5*time.Second {
+			lastReport = time.Now()
+			f.opts.Logger.Info("indexing the chat log for search", "at_seq", f.indexed.Load(), "to_seq", target)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	if big {
+		f.opts.Logger.Info("search index caught up", "events", docs, "took", time.Since(start).Round(time.Millisecond))
+	}
+	f.covered.Store(max(f.covered.Load(), target))
+	f.pmu.Lock()
+	close(f.progressed)
+	f.progressed = make(chan struct{})
+	f.pmu.Unlock()
+	return nil
+}
+
+// syncMemory re-indexes long-term memory when it changed.
+func (f *Follower) syncMemory(ctx context.Context) error {
+	docs, err := f.opts.Memory()
+	if err != nil {
+		return fmt.Errorf("read long-term memory: %w", err)
+	}
+	h := sha256.New()
+	for _, d := range docs {
+		h.Write([]byte(strconv.FormatInt(d.TS.UnixMilli(), 10) + "\x00" + d.Content + "\x00"))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	old, err := f.ix.MemoryHash(ctx)
+	if err != nil || old == sum {
+		return err
+	}
+	return f.ix.SetMemory(ctx, docs, sum)
+}
+
+// rebuild replaces a damaged index with an empty one; the next catch-up
+// fills it.
+func (f *Follower) rebuild() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ix.Close()
+	if err := Remove(f.opts.Path); err != nil {
+		return err
+	}
+	ix, _, err := Open(f.opts.Path)
+	if err != nil {
+		// Keep a usable value: searches fail until the next try.
+		f.ix, _ = OpenMemory()
+		return err
+	}
+	f.ix = ix
+	f.indexed.Store(0)
+	f.covered.Store(0)
+	return nil
+}
+
+// Progress says how far the index has got.
+func (f *Follower) Progress() Progress {
+	return Progress{IndexedSeq: f.indexed.Load(), LogSeq: f.target.Load()}
+}
+
+// Search runs query over the index. If the index has not yet caught up
+// with the newest append it waits up to a second for it, then answers from
+// what it has and says so in Result.Indexing.
+func (f *Follower) Search(ctx context.Context, query string, opts Options) (Result, error) {
+	q, err := ParseQuery(query)
+	if err != nil {
+		return Result{}, err
+	}
+	want := f.target.Load()
+	if f.covered.Load() < want {
+		t := time.NewTimer(searchWait)
+		defer t.Stop()
+	wait:
+		for f.covered.Load() < want {
+			f.pmu.Lock()
+			ch := f.progressed
+			f.pmu.Unlock()
+			if f.covered.Load() >= want {
+				break
+			}
+			select {
+			case <-ch:
+			case <-t.C:
+				break wait
+			case <-ctx.Done():
+				return Result{}, ctx.Err()
+			}
+		}
+	}
+	f.mu.RLock()
+	res, err := f.ix.SearchQuery(ctx, q, opts)
+	f.mu.RUnlock()
+	if errors.Is(err, ErrCorrupt) {
+		f.damaged.Store(true)
+		f.NotifyMemory() // wakes Run, which rebuilds
+	}
+	if f.covered.Load() < want {
+		p := f.Progress()
+		res.Indexing = &p
+	}
+	return res, err
+}
+
+// Stats counts what the index holds.
+func (f *Follower) Stats(ctx context.Context) (Stats, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.ix.Stats(ctx)
+}

@@ -1,0 +1,402 @@
+// Package index is the full-text index over everything ever said: every
+// user and assistant message of the chat log (live file and rotated parts)
+// and every section of long-term memory. It is a derived store (STYLE 20):
+// an SQLite database with an FTS5 table beside the chat log, which may be
+// deleted at any time and is rebuilt from the log. It imports only event of
+// ours; main feeds it through a Follower.
+//
+// SQLite comes from modernc.org/sqlite, a pure-Go translation of the C
+// library that ships FTS5, so the binary stays static with no cgo.
+package index
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// SchemaVersion is stored in the index; an index with another version is
+// rebuilt, never trusted. Bump it whenever the schema, the tokenizer or
+// what a document holds changes.
+const SchemaVersion = 1
+
+// FileName is the index's name inside data_dir.
+const FileName = "search.db"
+
+// TypeMemory is the document type of a long-term memory section.
+const TypeMemory = "memory"
+
+// schema: docs holds what a hit shows and what filters test; fts indexes
+// docs.content without storing it twice (an external-content table).
+// Events use their seq as id; memory sections use negative ids.
+//
+// The tokenizer folds case and diacritics (unicode61 remove_diacritics 2:
+// "Müller" is "muller") and stems English (porter: "birthdays" and
+// "birthday", "leaking" and "leaks" meet).
+const schema = `
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE docs(
+	id      INTEGER PRIMARY KEY,
+	ts      INTEGER NOT NULL,
+	turn    TEXT NOT NULL,
+	type    TEXT NOT NULL,
+	channel TEXT NOT NULL,
+	sender  TEXT NOT NULL,
+	content TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE fts USING fts5(
+	content, content='docs', content_rowid='id',
+	tokenize='porter unicode61 remove_diacritics 2'
+);
+`
+
+// Index is an open index. Search may be called from any goroutine; the
+// writing methods (Add, SetMemory) from one goroutine at a time — the
+// Follower's.
+type Index struct {
+	db       *sql.DB
+	path     string
+	readOnly bool
+}
+
+// Doc is one indexed document: a user or assistant message, or a memory
+// section.
+type Doc struct {
+	// ID is the event's seq; memory sections have negative ids.
+	ID      int64
+	TS      time.Time
+	Turn    string
+	Type    string
+	Channel string
+	From    string
+	Content string
+}
+
+// ErrCorrupt wraps an error that means the file is not a usable index:
+// damaged, not a database, or written by another schema version.
+var ErrCorrupt = errors.New("index is damaged or from another version")
+
+// Open opens the index at path for reading and writing, creating it if it
+// does not exist. A file that is damaged, not a database, or of another
+// schema version is removed and made anew: rebuilt says why (empty when
+// the existing index was used). The caller then catches the index up with
+// the log (see Follower).
+func Open(path string) (ix *Index, rebuilt string, err error) {
+	ix, err = open(path, false)
+	if err == nil {
+		return ix, "", nil
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		return nil, "", err
+	}
+	rebuilt = err.Error()
+	if err := Remove(path); err != nil {
+		return nil, "", err
+	}
+	ix, err = open(path, false)
+	return ix, rebuilt, err
+}
+
+// OpenReadOnly opens an existing index without writing to it, for the
+// offline history command. It fails with os.ErrNotExist when there is no
+// index and ErrCorrupt when it cannot be trusted.
+func OpenReadOnly(path string) (*Index, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	return open(path, true)
+}
+
+// OpenMemory returns an empty index held in memory (the offline history
+// command indexes the log into one when there is no index file).
+func OpenMemory() (*Index, error) {
+	return open("", false)
+}
+
+// Remove deletes the index file and SQLite's side files.
+func Remove(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove index: %w", err)
+		}
+	}
+	return nil
+}
+
+func open(path string, readOnly bool) (*Index, error) {
+	var dsn string
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_txlock", "immediate")
+	switch {
+	case path == "":
+		// One connection: each in-memory connection is a database of its own.
+		dsn = "file::memory:?" + q.Encode()
+	case readOnly:
+		q.Set("mode", "ro")
+		dsn = "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	default:
+		// WAL: searches read while the follower writes. NORMAL: a power
+		// cut may lose the last transactions, never corrupt; the index
+		// catches up from the log anyway.
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		dsn = "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	}
+	if path != "" && !readOnly {
+		// Made here so it is private like every file in data_dir; SQLite
+		// gives its -wal and -shm files the same mode, and takes an empty
+		// file for a new database.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open index: %w", err)
+		}
+		f.Close()
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	if path == "" {
+		db.SetMaxOpenConns(1)
+	}
+	ix := &Index{db: db, path: path, readOnly: readOnly}
+	if err := ix.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+// init checks the schema version, creating the schema in an empty file.
+func (ix *Index) init() error {
+	ctx := context.Background()
+	var n int
+	err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n)
+	if err != nil {
+		return classify("read index", err)
+	}
+	if n == 0 {
+		if ix.readOnly {
+			return fmt.Errorf("%w: the file is empty", ErrCorrupt)
+		}
+		tx, err := ix.db.BeginTx(ctx, nil)
+		if err != nil {
+			return classify("create index", err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return classify("create index", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta VALUES('schema_version', ?), ('last_seq', '0'), ('memory_hash', '')`,
+			strconv.Itoa(SchemaVersion)); err != nil {
+			return classify("create index", err)
+		}
+		return classify("create index", tx.Commit())
+	}
+	v, err := ix.meta(ctx, "schema_version")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if v != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("%w: schema version %q, want %d", ErrCorrupt, v, SchemaVersion)
+	}
+	return nil
+}
+
+// classify marks SQLite's "this is not a usable database" errors as
+// ErrCorrupt and wraps the rest with what was being done.
+func classify(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
+		}
+	}
+	if strings.Contains(err.Error(), "no such table") || strings.Contains(err.Error(), "no such column") {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Close closes the index.
+func (ix *Index) Close() error { return ix.db.Close() }
+
+// Path returns the index file's path ("" for one in memory).
+func (ix *Index) Path() string { return ix.path }
+
+func (ix *Index) meta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := ix.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("meta %s is missing", key)
+	}
+	return v, err
+}
+
+// LastSeq returns the seq of the newest chat-log event the index has seen.
+func (ix *Index) LastSeq(ctx context.Context) (int64, error) {
+	v, err := ix.meta(ctx, "last_seq")
+	if err != nil {
+		return 0, classify("read index", err)
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// MemoryHash returns the hash SetMemory last stored.
+func (ix *Index) MemoryHash(ctx context.Context) (string, error) {
+	v, err := ix.meta(ctx, "memory_hash")
+	return v, classify("read index", err)
+}
+
+// Add indexes the user and assistant messages among evs (other types only
+// advance LastSeq) in one transaction, and records the newest seq as
+// LastSeq. Events at or below LastSeq are skipped, so a catch-up that
+// overlaps what is indexed doubles nothing. An assistant message takes the
+// channel of its turn's input.
+func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	last, err := ix.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("index events", err)
+	}
+	defer tx.Rollback()
+	insDoc, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO docs(id, ts, turn, type, channel, sender, content) VALUES(?,?,?,?,?,?,?)`)
+	if err != nil {
+		return classify("index events", err)
+	}
+	defer insDoc.Close()
+	insFTS, err := tx.PrepareContext(ctx, `INSERT INTO fts(rowid, content) VALUES(?,?)`)
+	if err != nil {
+		return classify("index events", err)
+	}
+	defer insFTS.Close()
+	turnChannel := map[string]string{}
+	newest := last
+	for _, e := range evs {
+		if e.Seq <= newest {
+			continue
+		}
+		newest = e.Seq
+		d, ok, err := docOf(e)
+		if err != nil || !ok {
+			continue // a payload that does not decode is not searchable text
+		}
+		switch d.Type {
+		case string(event.User):
+			turnChannel[d.Turn] = d.Channel
+		case string(event.Assistant):
+			d.Channel = turnChannel[d.Turn]
+			if d.Channel == "" && d.Turn != "" {
+				// The input is in an earlier batch.
+				_ = tx.QueryRowContext(ctx, `SELECT channel FROM docs WHERE turn = ? AND type = 'user' ORDER BY id LIMIT 1`, d.Turn).Scan(&d.Channel)
+			}
+		}
+		if _, err := insDoc.ExecContext(ctx, d.ID, d.TS.UnixMilli(), d.Turn, d.Type, d.Channel, d.From, d.Content); err != nil {
+			return classify("index events", err)
+		}
+		if _, err := insFTS.ExecContext(ctx, d.ID, d.Content); err != nil {
+			return classify("index events", err)
+		}
+	}
+	if newest == last {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'last_seq'`, strconv.FormatInt(newest, 10)); err != nil {
+		return classify("index events", err)
+	}
+	return classify("index events", tx.Commit())
+}
+
+// docOf returns the document for a user or assistant event.
+func docOf(e event.Event) (Doc, bool, error) {
+	d := Doc{ID: e.Seq, TS: e.TS.Std(), Turn: e.Turn, Type: string(e.Type)}
+	switch e.Type {
+	case event.User:
+		var u event.UserData
+		if err := e.Decode(&u); err != nil {
+			return d, false, err
+		}
+		d.Channel, d.From, d.Content = u.Channel, u.From, u.Content
+	case event.Assistant:
+		var a event.AssistantData
+		if err := e.Decode(&a); err != nil {
+			return d, false, err
+		}
+		d.Content = a.Content
+	default:
+		return d, false, nil
+	}
+	return d, strings.TrimSpace(d.Content) != "", nil
+}
+
+// SetMemory replaces the indexed memory sections with docs (their IDs are
+// assigned here) and stores hash, so a caller can skip an unchanged
+// memory file.
+func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("index memory", err)
+	}
+	defer tx.Rollback()
+	// An external-content FTS table forgets a row only when told what it
+	// held.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fts(fts, rowid, content) SELECT 'delete', id, content FROM docs WHERE id < 0`); err != nil {
+		return classify("index memory", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE id < 0`); err != nil {
+		return classify("index memory", err)
+	}
+	for i, d := range docs {
+		id := -int64(i + 1)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO docs(id, ts, turn, type, channel, sender, content) VALUES(?,?,'',?,'','',?)`,
+			id, d.TS.UnixMilli(), TypeMemory, d.Content); err != nil {
+			return classify("index memory", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fts(rowid, content) VALUES(?,?)`, id, d.Content); err != nil {
+			return classify("index memory", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'memory_hash'`, hash); err != nil {
+		return classify("index memory", err)
+	}
+	return classify("index memory", tx.Commit())
+}
+
+// Stats describes the index, for logs and benchmarks.
+type Stats struct {
+	Docs    int64 // indexed documents
+	LastSeq int64
+}
+
+// Stats counts what the index holds.
+func (ix *Index) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM docs`).Scan(&s.Docs); err != nil {
+		return s, classify("read index", err)
+	}
+	var err error
+	s.LastSeq, err = ix.LastSeq(ctx)
+	return s, err
+}

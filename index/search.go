@@ -1,0 +1,294 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// Ranking. A hit's score is its BM25 relevance (FTS5's bm25(), negated so
+// that higher is better) raised by up to RecencyBoost for recent messages:
+//
+//	score = -bm25 × (1 + RecencyBoost × 2^(−age / RecencyHalfLife))
+//
+// A message from today gets ×1.25, one a month old ×1.125, one a year old
+// ×1.0: recency breaks near-ties between equally good matches (the newest
+// of two "dentist appointment" messages first) but never lifts a weak
+// match over a clearly better one.
+const (
+	RecencyBoost    = 0.25
+	RecencyHalfLife = 30 * 24 * time.Hour
+)
+
+// Snippet marks: a hit's snippet wraps each matched term in these, and
+// cuts at word boundaries with "…".
+const (
+	MarkStart = "«"
+	MarkEnd   = "»"
+)
+
+// snippetTokens is how many words a snippet shows around the matches.
+const snippetTokens = 24
+
+// Hit is one search result.
+type Hit struct {
+	Seq     int64     `json:"seq"` // 0 for a memory section
+	TS      time.Time `json:"ts"`
+	Turn    string    `json:"turn,omitempty"`
+	Type    string    `json:"type"` // user, assistant or memory
+	Channel string    `json:"channel,omitempty"`
+	From    string    `json:"from,omitempty"`
+	// Snippet is the matching part of the content, matched terms between
+	// MarkStart and MarkEnd.
+	Snippet string  `json:"snippet"`
+	Score   float64 `json:"score"`
+}
+
+// MarshalJSON writes TS as events do, in UTC with milliseconds.
+func (h Hit) MarshalJSON() ([]byte, error) {
+	type plain Hit
+	return json.Marshal(struct {
+		plain
+		TS    event.Time `json:"ts"`
+		Score float64    `json:"score"`
+	}{plain(h), event.Time(h.TS), math.Round(h.Score*1000) / 1000})
+}
+
+// Modes of a Result.
+const (
+	ModeAnd = "and" // every term matched
+	ModeOr  = "or"  // no message had every term: the best partial matches
+)
+
+// Result is a search's answer.
+type Result struct {
+	Hits []Hit  `json:"hits"`
+	Mode string `json:"mode"`
+	// Indexing is set when the index had not caught up with the chat log:
+	// the newest messages may be missing from Hits.
+	Indexing *Progress `json:"indexing,omitempty"`
+}
+
+// Progress says how far the index is behind the chat log.
+type Progress struct {
+	IndexedSeq int64 `json:"indexed_seq"`
+	LogSeq     int64 `json:"log_seq"`
+}
+
+// Options shape a search.
+type Options struct {
+	// Limit is the most hits returned. Default 20.
+	Limit int
+	// ExcludeTurn leaves out the messages of this turn: the running turn's
+	// own input is never a hit for its own tool call.
+	ExcludeTurn string
+	// Now is the time recency is measured from. Default time.Now().
+	Now time.Time
+}
+
+// Search runs query (see Query for the syntax). It returns a *QueryError
+// for a query it cannot run and ErrCorrupt-wrapped errors when the index
+// is damaged; never a raw SQL error for a query's sake.
+func (ix *Index) Search(ctx context.Context, query string, opts Options) (Result, error) {
+	q, err := ParseQuery(query)
+	if err != nil {
+		return Result{}, err
+	}
+	return ix.SearchQuery(ctx, q, opts)
+}
+
+// SearchQuery runs a parsed query: every term (AND) first, and if nothing
+// matches and there is more than one term, any of them (OR).
+func (ix *Index) SearchQuery(ctx context.Context, q Query, opts Options) (Result, error) {
+	if opts.Limit <= 0 {
+		opts.Limit = 20
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	res := Result{Mode: ModeAnd}
+	if len(q.Terms) == 0 {
+		hits, err := ix.filtered(ctx, q, opts)
+		res.Hits = hits
+		return res, err
+	}
+	hits, err := ix.ranked(ctx, q, q.match(false), opts)
+	if err != nil {
+		return res, err
+	}
+	if len(hits) == 0 && q.searchable() > 1 {
+		res.Mode = ModeOr
+		hits, err = ix.ranked(ctx, q, q.match(true), opts)
+	}
+	res.Hits = hits
+	return res, err
+}
+
+// where adds the filters of q and opts to a query over docs aliased d.
+func where(q Query, opts Options, sql *strings.Builder, args *[]any) {
+	if q.Channel != "" {
+		sql.WriteString(" AND d.channel = ?")
+		*args = append(*args, q.Channel)
+	}
+	if q.From != "" {
+		sql.WriteString(" AND lower(d.sender) = ?")
+		*args = append(*args, q.From)
+	}
+	if q.Type != "" {
+		sql.WriteString(" AND d.type = ?")
+		*args = append(*args, q.Type)
+	}
+	if !q.Before.IsZero() {
+		sql.WriteString(" AND d.ts < ?")
+		*args = append(*args, q.Before.UnixMilli())
+	}
+	if !q.After.IsZero() {
+		sql.WriteString(" AND d.ts >= ?")
+		*args = append(*args, q.After.UnixMilli())
+	}
+	if opts.ExcludeTurn != "" {
+		sql.WriteString(" AND d.turn != ?")
+		*args = append(*args, opts.ExcludeTurn)
+	}
+}
+
+// ranked finds the best opts.Limit matches of expr, then makes their
+// snippets: snippet() costs a read of the content, so only the winners
+// pay it.
+func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options) ([]Hit, error) {
+	var b strings.Builder
+	// ln 2 / half-life in ms: 2^(−age/H) = exp(−age·ln2/H).
+	decay := math.Ln2 / float64(RecencyHalfLife.Milliseconds())
+	b.WriteString(`SELECT d.id, d.ts, d.turn, d.type, d.channel, d.sender,
+		-bm25(fts) * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, ''
+		FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`)
+	args := []any{RecencyBoost, opts.Now.UnixMilli(), decay, expr}
+	where(q, opts, &b, &args)
+	b.WriteString(" ORDER BY score DESC LIMIT ?")
+	args = append(args, opts.Limit)
+	found, err := ix.query(ctx, b.String(), args)
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(found))
+	for i, f := range found {
+		ids[i] = strconv.FormatInt(f.id, 10)
+	}
+	rows, err := ix.db.QueryContext(ctx,
+		`SELECT rowid, snippet(fts, 0, ?, ?, '…', ?) FROM fts WHERE fts MATCH ? AND rowid IN (`+strings.Join(ids, ",")+`)`,
+		MarkStart, MarkEnd, snippetTokens, expr)
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	defer rows.Close()
+	snip := make(map[int64]string, len(found))
+	for rows.Next() {
+		var id int64
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			return nil, classify("search", err)
+		}
+		snip[id] = s
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("search", err)
+	}
+	hits := make([]Hit, len(found))
+	for i, f := range found {
+		hits[i] = f.hit
+		hits[i].Snippet = flatten(snip[f.id])
+	}
+	return hits, nil
+}
+
+// filtered lists the newest documents that pass a filter-only query.
+func (ix *Index) filtered(ctx context.Context, q Query, opts Options) ([]Hit, error) {
+	var b strings.Builder
+	b.WriteString(`SELECT d.id, d.ts, d.turn, d.type, d.channel, d.sender, 0, d.content FROM docs d WHERE 1`)
+	var args []any
+	where(q, opts, &b, &args)
+	b.WriteString(" ORDER BY d.ts DESC, d.id DESC LIMIT ?")
+	args = append(args, opts.Limit)
+	found, err := ix.query(ctx, b.String(), args)
+	hits := make([]Hit, len(found))
+	for i, f := range found {
+		hits[i] = f.hit
+	}
+	return hits, err
+}
+
+// found is a hit with its document id (negative for memory).
+type found struct {
+	id  int64
+	hit Hit
+}
+
+// query scans rows of id, ts, turn, type, channel, sender, score and
+// content (made the snippet when not empty).
+func (ix *Index) query(ctx context.Context, sql string, args []any) ([]found, error) {
+	rows, err := ix.db.QueryContext(ctx, sql, args...)
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	defer rows.Close()
+	var out []found
+	for rows.Next() {
+		var f found
+		var ts int64
+		var content string
+		h := &f.hit
+		if err := rows.Scan(&f.id, &ts, &h.Turn, &h.Type, &h.Channel, &h.From, &h.Score, &content); err != nil {
+			return nil, classify("search", err)
+		}
+		h.TS = time.UnixMilli(ts).UTC()
+		h.Snippet = cut(flatten(content), 200)
+		if f.id > 0 {
+			h.Seq = f.id
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("search", err)
+	}
+	return out, nil
+}
+
+// flatten turns runs of white space into single spaces.
+func flatten(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// cut shortens s to about n bytes at a word boundary, with "…".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := strings.LastIndexByte(s[:n], ' ')
+	if i < n/2 {
+		i = n
+		for i > 0 && !utf8RuneStart(s[i]) {
+			i--
+		}
+	}
+	return s[:i] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// String describes a result for humans (the REPL and the history command).
+func (r Result) String() string {
+	s := fmt.Sprintf("%d hits", len(r.Hits))
+	if r.Mode == ModeOr {
+		s += " (no message has every word: showing partial matches)"
+	}
+	if r.Indexing != nil {
+		s += fmt.Sprintf(" (index still catching up: seq %d of %d)", r.Indexing.IndexedSeq, r.Indexing.LogSeq)
+	}
+	return s
+}
