@@ -144,8 +144,8 @@ func TestExcludeTurnAndDates(t *testing.T) {
 	}
 	day := t0.Format("2006-01-02")
 	for q, want := range map[string]int{
-		"birthday before:" + day:                                  0,
-		"birthday after:" + day:                                   2,
+		"birthday before:" + day: 0,
+		"birthday after:" + day:  2,
 		"birthday before:" + t0.Add(90*time.Minute).Format(time.RFC3339): 1,
 	} {
 		if got := len(search(t, ix, q).Hits); got != want {
