@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,8 +15,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 const historyUsage = `usage: frontdesk history recent [-n 20] [flags]
@@ -29,8 +34,15 @@ and range, hits for search.
   range    the events from -from to -to, both inclusive; each is a seq
            number or an RFC 3339 time (2026-11-22T10:00:00Z); a missing
            end is open
-  search   user and assistant messages holding QUERY (case-insensitive),
-           newest first
+  search   ranked full-text search over user and assistant messages and
+           long-term memory, best first (QUERY syntax below); reads the
+           search index (read-only) and says so on stderr, or scans the
+           chat log when there is no usable index
+
+QUERY: words in any order, all of which must match (stemmed, case and
+accents folded; with no such message, the best partial matches);
+"an exact phrase"; prefix*; filters channel:NAME, from:ADDRESS,
+type:user|assistant|memory, before:DATE, after:DATE (2026-11-22 or RFC 3339).
 
 flags:
   -config FILE   config file (default config.yaml if present)
@@ -140,19 +152,21 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 			fmt.Fprintf(stderr, "frontdesk: stopped at -limit %d; more events follow (continue with -from %d)\n", limit, last+1)
 		}
 	case "search":
-		if limit < 0 {
-			return fmt.Errorf("history search: -limit %d, want 0 (no limit) or more", limit)
+		if limit < 1 || limit > maxSearchLimit {
+			return fmt.Errorf("history search: -limit %d, want 1 to %d", limit, maxSearchLimit)
 		}
 		q := strings.Join(words, " ")
 		if strings.TrimSpace(q) == "" {
 			return errors.New("history search: missing QUERY (see frontdesk history -h)")
 		}
-		var hits []history.Hit
-		hits, st, err = r.Search(q, limit)
+		res, err := searchOffline(cfg, r, q, limit, stderr)
 		if err != nil {
-			return err
+			return fmt.Errorf("history search: %w", err)
 		}
-		err = out.hits(hits)
+		if res.Mode == index.ModeOr && len(res.Hits) > 0 {
+			fmt.Fprintln(stderr, "frontdesk: no message has every word; showing the best partial matches")
+		}
+		err = out.hits(res.Hits)
 	}
 	if err != nil {
 		return err
@@ -161,6 +175,73 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "frontdesk: skipped %d malformed or partial lines or damaged .gz parts\n", st.Skipped)
 	}
 	return nil
+}
+
+// maxSearchLimit bounds history search -limit.
+const maxSearchLimit = 1000
+
+// searchOffline searches without the server: through the index file,
+// opened read-only, when there is a usable one; else through an index
+// built in memory from the chat log and long-term memory (one pass over
+// the log). It says on note which it did, and when the index file is
+// behind the log.
+func searchOffline(cfg config.Config, r *history.Reader, q string, limit int, note io.Writer) (index.Result, error) {
+	if _, err := index.ParseQuery(q); err != nil {
+		return index.Result{}, err
+	}
+	ctx := context.Background()
+	path := indexPath(cfg)
+	ix, err := index.OpenReadOnly(path)
+	if err == nil {
+		defer ix.Close()
+		indexed, err := ix.LastSeq(ctx)
+		if err == nil {
+			res, err := ix.Search(ctx, q, index.Options{Limit: limit})
+			if err == nil {
+				fmt.Fprintf(note, "frontdesk: searched the index %s\n", path)
+				if tail, _, _ := r.Recent(1); len(tail) > 0 && tail[0].Seq > indexed {
+					fmt.Fprintf(note, "frontdesk: the index is %d events behind the chat log (the server indexes them when it runs)\n", tail[0].Seq-indexed)
+					res.Indexing = &index.Progress{IndexedSeq: indexed, LogSeq: tail[0].Seq}
+				}
+				return res, nil
+			}
+		}
+		if index.IsQueryError(err) {
+			return index.Result{}, err
+		}
+		fmt.Fprintf(note, "frontdesk: the index %s is not usable (%v); scanning the chat log\n", path, err)
+	} else if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(note, "frontdesk: no index at %s; scanning the chat log\n", path)
+	} else {
+		fmt.Fprintf(note, "frontdesk: the index %s is not usable (%v); scanning the chat log\n", path, err)
+	}
+	mem, err := index.OpenMemory()
+	if err != nil {
+		return index.Result{}, err
+	}
+	defer mem.Close()
+	for from := int64(1); ; {
+		evs, err := r.Since(from, 8192)
+		if err != nil {
+			return index.Result{}, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		if err := mem.Add(ctx, evs); err != nil {
+			return index.Result{}, err
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	// memory.Open would create a missing directory: only read one that is there.
+	if _, err := os.Stat(cfg.Memory.Dir); err == nil {
+		if store, err := memory.Open(cfg.Memory.Dir); err == nil {
+			if docs, err := memoryDocs(store)(); err == nil {
+				mem.SetMemory(ctx, docs, "")
+			}
+		}
+	}
+	return mem.Search(ctx, q, index.Options{Limit: limit})
 }
 
 // parseInterspersed parses flags anywhere among the arguments (so that
@@ -216,7 +297,7 @@ func (o *historyOut) events(evs []event.Event) error {
 	return o.table([5]string{"SEQ", "TIME", "TYPE", "CHANNEL", "TEXT"}, rows)
 }
 
-func (o *historyOut) hits(hits []history.Hit) error {
+func (o *historyOut) hits(hits []index.Hit) error {
 	if o.json {
 		return writeNDJSON(o.w, hits)
 	}
@@ -226,7 +307,11 @@ func (o *historyOut) hits(hits []history.Hit) error {
 	}
 	rows := make([][5]string, len(hits))
 	for i, h := range hits {
-		rows[i] = [5]string{strconv.FormatInt(h.Seq, 10), localTime(h.TS), h.Type, channelFrom(h.Channel, h.From), h.Snippet}
+		seq := strconv.FormatInt(h.Seq, 10)
+		if h.Type == index.TypeMemory {
+			seq = "-"
+		}
+		rows[i] = [5]string{seq, localTime(h.TS), h.Type, channelFrom(h.Channel, h.From), h.Snippet}
 	}
 	return o.table([5]string{"SEQ", "TIME", "TYPE", "CHANNEL", "MATCH"}, rows)
 }

@@ -209,7 +209,7 @@ func TestConsoleREPL(t *testing.T) {
 	tm.typeText("/history 2\r")
 	tm.waitFor(`\[cancelled\]`, 1)
 	tm.typeText("/search half-typed\r")
-	tm.waitFor(`#\d+ console: half-typed`, 1)
+	tm.waitFor(`#\d+ console: «half»-«typed»`, 1)
 	tm.typeText("/nope\r")
 	tm.waitFor(`unknown command /nope`, 1)
 

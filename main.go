@@ -162,6 +162,14 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	var logSeq int64
+	if len(tail) > 0 {
+		logSeq = tail[len(tail)-1].Seq
+	}
+	search, err := openIndex(cfg, logSeq, mem, logger)
+	if err != nil {
+		return err
+	}
 	h := hub.New(hub.Config{
 		DataDir:         cfg.DataDir,
 		BusyPolicy:      cfg.Session.BusyPolicy,
@@ -173,6 +181,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		Restore:         tail,
 		Memory:          mem,
 		History:         history.NewReader(cfg.Session.ChatLogPath),
+		Index:           search,
 	}, log, ag)
 
 	// The email channel: IMAP in, SMTP out. Enabled but unusable (say, a
@@ -223,6 +232,13 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+
+	// The index follows the log on its own goroutine; it stops last, after
+	// the hub has appended its final events.
+	indexCtx, stopIndex := context.WithCancel(context.WithoutCancel(ctx))
+	indexDone := make(chan struct{})
+	go func() { defer close(indexDone); search.Run(indexCtx) }()
+	defer func() { stopIndex(); <-indexDone }()
 
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()

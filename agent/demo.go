@@ -138,7 +138,9 @@ func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitt
 		if h.Type != string(event.User) || h.Turn == req.Turn {
 			continue // your own words, not this very question or my echoes
 		}
-		lines = append(lines, fmt.Sprintf("on %s you said: “%s”", h.TS.UTC().Format("2 Jan 15:04"), h.Snippet))
+		// The search marks matched words «like this»; a reply reads better without.
+		snippet := strings.NewReplacer("«", "", "»", "").Replace(h.Snippet)
+		lines = append(lines, fmt.Sprintf("on %s you said: “%s”", h.TS.UTC().Format("2 Jan 15:04"), snippet))
 	}
 	if len(lines) == 0 {
 		return fmt.Sprintf("I searched our whole history for “%s” and found nothing you said about it.", topic), nil

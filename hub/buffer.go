@@ -14,9 +14,18 @@ func (m *SessionManager) publish(e event.Event) {
 	if e.Type.Persisted() {
 		if err := m.log.Append(e); err != nil {
 			m.cfg.Logger.Error("append to chat log", "seq", e.Seq, "type", e.Type, "err", err)
+		} else {
+			m.indexed(e.Seq)
 		}
 	}
 	m.deliver(e)
+}
+
+// indexed tells the search index that the log holds seq now.
+func (m *SessionManager) indexed(seq int64) {
+	if m.cfg.Index != nil {
+		m.cfg.Index.Notify(seq)
+	}
 }
 
 // deliver adds e to the buffer and ring and fans it out without blocking:

@@ -18,6 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
@@ -67,6 +68,17 @@ type Log interface {
 
 var _ Log = (*history.Log)(nil)
 
+// Index is the full-text search over everything said. *index.Follower
+// implements it. The hub only tells it what changed (never waiting for
+// it: Notify and NotifyMemory do not block) and passes searches through.
+type Index interface {
+	Notify(seq int64)
+	NotifyMemory()
+	Search(ctx context.Context, query string, opts index.Options) (index.Result, error)
+}
+
+var _ Index = (*index.Follower)(nil)
+
 // Config configures a SessionManager. Zero values mean the defaults noted.
 type Config struct {
 	// DataDir holds session.json. Required.
@@ -96,6 +108,9 @@ type Config struct {
 	// History reads the chat log on disk for the agent's history tools and
 	// the history API. Nil: the tools and API use the buffer only.
 	History *history.Reader
+	// Index serves history_search and Search. Nil: searching fails with
+	// ErrNoIndex.
+	Index Index
 }
 
 // Frame is an event with its wire encoding, made once and shared by every

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 )
 
@@ -36,6 +38,22 @@ func startHub(t *testing.T, cfg Config, a agent.Agent) *testHub {
 		t.Fatal(err)
 	}
 	return startHubWithLog(t, cfg, a, lg)
+}
+
+// startIndex runs a search index following the chat log in dir until the
+// test ends.
+func startIndex(t *testing.T, dir string) *index.Follower {
+	t.Helper()
+	f, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(dir, index.FileName),
+		Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f
 }
 
 func startHubWithLog(t *testing.T, cfg Config, a agent.Agent, lg Log) *testHub {

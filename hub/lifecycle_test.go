@@ -339,6 +339,7 @@ func TestDemoAgentAnswersFromHistorySearch(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{DataDir: dir, RetainExchanges: 1,
 		History: history.NewReader(filepath.Join(dir, "chat_history.ndjson"))}
+	cfg.Index = startIndex(t, dir)
 	h := startHub(t, cfg, &agent.Demo{})
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "my sister's birthday is on the 14th of March")

@@ -173,6 +173,7 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 	sum, _ := m.agent.(memory.Summarizer)
 	now := m.cfg.Now()
 	log := m.cfg.Logger
+	ix := m.cfg.Index
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
@@ -184,6 +185,9 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 			return
 		}
 		log.Info("memory consolidated", "heading", entry.Heading, "fallback", entry.Fallback, "summarizer_err", entry.Err)
+		if ix != nil {
+			ix.NotifyMemory()
+		}
 	}()
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/index"
 )
 
 // Tool limits.
@@ -60,9 +61,17 @@ func toolJSON(v any) (string, error) {
 	return string(b), err
 }
 
-// tools are the history tools offered to every backend. They run on the
-// turn's goroutine: the buffer through hub commands, the disk directly.
-func (m *SessionManager) tools() []agent.Tool {
+// historySearchDescription tells the model what history_search finds and
+// how to ask.
+const historySearchDescription = "Search everything ever said in this conversation — every user and assistant message since the start, " +
+	"and older long-term memory sections — ranked by relevance (BM25) with a small bonus for recent messages. " +
+	"Use it to answer questions like 'what did I say about X' or whenever the user refers to something you do not see in context. " +
+	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this»."
+
+// tools are the history tools offered to every backend for the turn turn.
+// They run on the turn's goroutine: the buffer through hub commands, the
+// disk and the index directly.
+func (m *SessionManager) tools(turn string) []agent.Tool {
 	return []agent.Tool{
 		{
 			Name:        "history_get_recent",
@@ -110,27 +119,23 @@ func (m *SessionManager) tools() []agent.Tool {
 		},
 		{
 			Name:        "history_search",
-			Description: "Search everything ever said in this conversation (user and assistant messages, case-insensitive), newest first. Use it to answer questions like 'what did I say about X'.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1},"limit":{"type":"integer","minimum":1,"maximum":50,"default":20}},"required":["query"],"additionalProperties":false}`),
+			Description: historySearchDescription,
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"keywords, optionally with \"phrases\", prefix* and filters"},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10}},"required":["query"],"additionalProperties":false}`),
 			Call: func(ctx context.Context, args json.RawMessage) (string, error) {
 				p := struct {
 					Query string
 					Limit int
-				}{Limit: 20}
+				}{Limit: 10}
 				if err := decodeArgs(args, &p); err != nil {
 					return "", err
 				}
-				if p.Query == "" {
-					return "", errors.New("query is empty")
-				}
-				if m.cfg.History == nil {
-					return "", errors.New("the chat log is not available")
-				}
-				hits, _, err := m.cfg.History.Search(p.Query, min(max(p.Limit, 1), maxToolHits))
+				// This turn's own input would be the best match for
+				// every search it makes.
+				res, err := m.search(ctx, p.Query, index.Options{Limit: min(max(p.Limit, 1), maxToolHits), ExcludeTurn: turn})
 				if err != nil {
 					return "", err
 				}
-				return toolJSON(map[string]any{"hits": hits})
+				return toolJSON(res)
 			},
 		},
 	}
@@ -148,10 +153,21 @@ func decodeArgs(args json.RawMessage, v any) error {
 }
 
 // Hit is one history search result.
-type Hit = history.Hit
+type Hit = index.Hit
+
+// SearchResult is a search's answer: hits, the mode (and|or) and, while
+// the index catches up, how far it has got.
+type SearchResult = index.Result
 
 // ErrNoHistory means the session was built without a chat log reader.
 var ErrNoHistory = errors.New("the chat log is not available")
+
+// IsQueryError reports whether err is a search query's fault (too long,
+// a bad filter value, nothing to search for): its text says how to fix it.
+func IsQueryError(err error) bool { return index.IsQueryError(err) }
+
+// ErrNoIndex means the session was built without a search index.
+var ErrNoIndex = errors.New("the search index is not available")
 
 // BadBoundError reports a from/to value that is neither a seq nor a time.
 type BadBoundError struct {
@@ -180,11 +196,18 @@ func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) 
 	return evs, truncated, err
 }
 
-// Search searches user and assistant messages in the chat log, newest first.
-func (m *SessionManager) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
-	if m.cfg.History == nil {
-		return nil, ErrNoHistory
+// Search runs a ranked full-text query (index.Syntax) over everything
+// said and long-term memory, best first, at most limit hits. A query the
+// index cannot run is an error index.IsQueryError recognises. It reads the
+// index, not hub state, and stops when ctx ends.
+func (m *SessionManager) Search(ctx context.Context, query string, limit int) (SearchResult, error) {
+	return m.search(ctx, query, index.Options{Limit: limit})
+}
+
+func (m *SessionManager) search(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
+	if m.cfg.Index == nil {
+		return SearchResult{}, ErrNoIndex
 	}
-	hits, _, err := m.cfg.History.Search(query, limit)
-	return hits, err
+	opts.Now = m.cfg.Now()
+	return m.cfg.Index.Search(ctx, query, opts)
 }

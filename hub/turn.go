@@ -140,6 +140,7 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 		return Result{}, fmt.Errorf("record input: %w", err)
 	}
 	m.seq = seq
+	m.indexed(seq)
 	f := m.deliver(e)
 	if in.ClientMsgID != "" {
 		m.rememberID(in.ClientMsgID, f)
@@ -156,7 +157,7 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 	req := agent.Request{
 		Turn: id, Channel: in.Channel, From: in.From, Content: content,
 		Context: m.ringBefore(seq),
-		Tools:   m.tools(),
+		Tools:   m.tools(id),
 		Notes:   m.notes(in),
 	}
 	emit := func(typ event.Type, data any) {

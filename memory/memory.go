@@ -220,7 +220,7 @@ func (s *Store) Consolidate(ctx context.Context, sum Summarizer, transcript []ev
 	if reason == "" {
 		reason = "reset"
 	}
-	e.Heading = fmt.Sprintf("%s — %s (%d %s)", now.UTC().Format("2006-01-02 15:04 MST"), reason, exchanges, plural(exchanges, "exchange", "exchanges"))
+	e.Heading = fmt.Sprintf("%s — %s (%d %s)", now.UTC().Format(headingTime), reason, exchanges, plural(exchanges, "exchange", "exchanges"))
 
 	if sum != nil {
 		text, err := sum.Summarize(ctx, conv)
@@ -269,7 +269,7 @@ func (s *Store) Consolidate(ctx context.Context, sum Summarizer, transcript []ev
 
 // ContextNote is the sentence added to the agent's context after a reset.
 func ContextNote() string {
-	return "Older conversation was consolidated into long-term memory; use history_search, history_get_recent or history_get_range to look further back."
+	return "Older conversation was consolidated into long-term memory; use history_search (keywords; add type:memory to search older long-term memory sections), history_get_recent or history_get_range to look further back."
 }
 
 // conversation returns the user and assistant events of events.
@@ -306,3 +306,46 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// Section is one consolidation in long_term.md: its "## " heading line
+// (without the "## ") and everything up to the next one.
+type Section struct {
+	Heading string
+	// Time is when it was written, from the heading; zero if the heading
+	// was edited into another shape.
+	Time time.Time
+	// Text is the whole section, heading included.
+	Text string
+}
+
+// Sections splits long-term memory text into its sections, oldest first.
+// Text before the first heading (a hand-written preamble) is a section
+// with an empty heading.
+func Sections(text string) []Section {
+	var out []Section
+	add := func(s string) {
+		if strings.TrimSpace(s) == "" {
+			return
+		}
+		sec := Section{Text: strings.TrimSpace(s)}
+		if h, ok := strings.CutPrefix(sec.Text, "## "); ok {
+			sec.Heading, _, _ = strings.Cut(h, "\n")
+			if len(sec.Heading) >= len(headingTime) {
+				sec.Time, _ = time.Parse(headingTime, sec.Heading[:len(headingTime)])
+			}
+		}
+		out = append(out, sec)
+	}
+	for {
+		i := strings.Index(text, "\n## ")
+		if i < 0 {
+			add(text)
+			return out
+		}
+		add(text[:i+1])
+		text = text[i+1:]
+	}
+}
+
+// headingTime is how a section heading starts.
+const headingTime = "2006-01-02 15:04 MST"

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 
@@ -95,10 +97,21 @@ func (s *liveServer) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, History: history.NewReader(path)}, lg, s.agent)
+	var logSeq int64
+	if len(tail) > 0 {
+		logSeq = tail[len(tail)-1].Seq
+	}
+	ix, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(s.dir, index.FileName),
+		Log: history.NewReader(path).Since, LogSeq: logSeq, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, History: history.NewReader(path), Index: ix}, lg, s.agent)
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); m.Run(ctx) }()
+	ixDone := make(chan struct{})
+	go func() { defer close(ixDone); ix.Run(ctx) }()
+	go func() { defer close(hubDone); m.Run(ctx); <-ixDone }()
 	wsh := ws.New(m, ws.Options{})
 	ln := s.listen()
 	srv := &http.Server{
@@ -935,13 +948,14 @@ func TestBrowserHistorySearchJump(t *testing.T) {
 	p.wait("the search field focused", `!document.querySelector('#search').hidden && document.activeElement === document.querySelector('#search-input') &&
 		document.querySelector('#search-input').value === ''`)
 	p.do(chromedp.SendKeys(chromedp.CSS("#search-input"), "Pelican"))
-	// The user's message and the demo's reply quoting it; newest first.
+	// The user's message and the demo's reply quoting it; best first (the
+	// short message before the long reply that quotes it).
 	p.wait("the results", `(() => {
 		const r = [...document.querySelectorAll('#search-results li[role=option]')];
 		return r.length === 2 && !document.querySelector('#search-panel').hidden &&
 			r.every((li) => li.querySelector('mark').textContent === 'pelican') &&
-			r[0].querySelector('.who').textContent === 'assistant' && r[1].querySelector('.badge.ch-webhook').textContent === 'webhook' &&
-			/^Today, /.test(r[1].querySelector('time').textContent) &&
+			r[1].querySelector('.who').textContent === 'assistant' && r[0].querySelector('.badge.ch-webhook').textContent === 'webhook' &&
+			/^Today, /.test(r[0].querySelector('time').textContent) &&
 			document.querySelector('#search-input').getAttribute('aria-expanded') === 'true';
 	})()`)
 	for _, v := range screenVariants {
@@ -953,7 +967,7 @@ func TestBrowserHistorySearchJump(t *testing.T) {
 	}
 	p.emulate(1200, 800, false, "light")
 
-	p.do(chromedp.Click(chromedp.CSS("#search-result-1")))
+	p.do(chromedp.Click(chromedp.CSS("#search-result-0")))
 	p.wait("the early message in view and outlined", jsHitInView(early, "pelican")+` &&
 		document.activeElement === document.querySelector('#log li.hit') && document.querySelector('#search-panel').hidden &&
 		document.querySelector('#archive-bar').hidden`)
@@ -1000,9 +1014,10 @@ func TestBrowserHistoryFarJumpAndBackToLive(t *testing.T) {
 	p.wait("the search field", `document.activeElement === document.querySelector('#search-input')`)
 	p.do(chromedp.SendKeys(chromedp.CSS("#search-input"), "zeppelin"))
 	p.wait("two results", `document.querySelectorAll('#search-results li[role=option]').length === 2`)
-	p.do(pressKey("ArrowDown", "ArrowDown", "", 40, 0), pressKey("ArrowDown", "ArrowDown", "", 40, 0))
-	p.wait("the second result chosen", `document.querySelector('#search-input').getAttribute('aria-activedescendant') === 'search-result-1' &&
-		document.querySelector('#search-result-1').getAttribute('aria-selected') === 'true'`)
+	// Best first: the early message, then the demo's longer reply quoting it.
+	p.do(pressKey("ArrowDown", "ArrowDown", "", 40, 0), pressKey("ArrowDown", "ArrowDown", "", 40, 0), pressKey("ArrowUp", "ArrowUp", "", 38, 0))
+	p.wait("the first result chosen", `document.querySelector('#search-input').getAttribute('aria-activedescendant') === 'search-result-0' &&
+		document.querySelector('#search-result-0').getAttribute('aria-selected') === 'true'`)
 	p.do(pressEnter(false))
 	p.wait("the early message in the history window", jsHitInView(early, "zeppelin")+` &&
 		!document.querySelector('#archive-bar').hidden && !document.querySelector('#newer').hidden`)
@@ -1024,7 +1039,7 @@ func TestBrowserHistoryFarJumpAndBackToLive(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS("#search-input")))
 	p.wait("the search with its results", `document.activeElement === document.querySelector('#search-input') &&
 		!document.querySelector('#search-panel').hidden && document.querySelectorAll('#search-results li[role=option]').length === 2`)
-	p.do(chromedp.Click(chromedp.CSS("#search-result-1")))
+	p.do(chromedp.Click(chromedp.CSS("#search-result-0")))
 	p.wait("the history window", jsHitInView(early, "zeppelin")+` && !document.querySelector('#archive-bar').hidden`)
 	p.wait("the window joined the live view, scrolling down", `(() => {
 		const m = document.querySelector('#conversation'); m.scrollTop = m.scrollHeight;

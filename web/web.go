@@ -34,7 +34,7 @@ type Session interface {
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error)
-	Search(ctx context.Context, query string, limit int) ([]hub.Hit, error)
+	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -123,15 +123,15 @@ func Handler(s Session, o Options) http.Handler {
 			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_query", "q must not be empty"))
 			return
 		}
-		hits, err := s.Search(r.Context(), q, limit)
+		res, err := s.Search(r.Context(), q, limit)
 		if err != nil {
 			httpjson.WriteError(w, sessionErr(err))
 			return
 		}
-		if hits == nil {
-			hits = []hub.Hit{}
+		if res.Hits == nil {
+			res.Hits = []hub.Hit{}
 		}
-		httpjson.Write(w, http.StatusOK, map[string]any{"hits": hits})
+		httpjson.Write(w, http.StatusOK, res)
 	})
 	api.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
 		info, err := s.Info(r.Context())
@@ -200,6 +200,10 @@ func sessionErr(err error) error {
 		return httpjson.Errorf(http.StatusBadRequest, "bad_"+bad.Name, bad.Error()+" (use a seq number or an RFC 3339 time)")
 	case errors.Is(err, hub.ErrNoHistory):
 		return httpjson.Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
+	case errors.Is(err, hub.ErrNoIndex):
+		return httpjson.Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
+	case hub.IsQueryError(err):
+		return httpjson.Errorf(http.StatusBadRequest, "bad_query", err.Error())
 	}
 	return err
 }

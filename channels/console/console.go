@@ -34,7 +34,7 @@ type Session interface {
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Info(ctx context.Context) (hub.Info, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
-	Search(ctx context.Context, query string, limit int) ([]hub.Hit, error)
+	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -249,23 +249,31 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		}
 	case "/search":
 		if arg == "" {
-			r.p.say("usage: /search <text>")
+			r.p.say("usage: /search <words> (\"a phrase\", prefix*, channel:, from:, type:, before:, after:)")
 			return false
 		}
-		hits, err := r.s.Search(ctx, arg, 20)
+		res, err := r.s.Search(ctx, arg, 20)
 		if err != nil {
 			r.p.say("search failed: " + err.Error())
 			return false
 		}
-		if len(hits) == 0 {
+		if len(res.Hits) == 0 {
 			r.p.say(r.p.o.style(dim, "no matches"))
+		} else if res.Mode != "and" || res.Indexing != nil {
+			r.p.say(r.p.o.style(dim, res.String()))
 		}
-		for _, h := range hits {
-			who := h.Type // assistant
+		// Best first; matched words in bold, or marked «like this» as the
+		// index gives them when there is no colour.
+		for _, h := range res.Hits {
+			who := h.Type // assistant, memory
 			if h.Type == string(event.User) {
 				who = label(h.Channel, h.From)
 			}
-			r.p.say(fmt.Sprintf("%s #%d %s: %s", h.TS.Local().Format("2006-01-02 15:04"), h.Seq, who, h.Snippet))
+			ref := fmt.Sprintf("#%d", h.Seq)
+			if h.Seq == 0 {
+				ref = "memory"
+			}
+			r.p.say(fmt.Sprintf("%s %s %s: %s", h.TS.Local().Format("2006-01-02 15:04"), ref, who, r.p.o.marked(h.Snippet)))
 		}
 	default:
 		r.p.say("unknown command " + cmd + " (try /help; start a message with // to send a literal slash)")
@@ -295,6 +303,15 @@ const (
 	dim  = "\x1b[2m"
 	bold = "\x1b[1m"
 )
+
+// marked shows a search snippet's «marked» words in bold when colour is
+// on.
+func (o Options) marked(snippet string) string {
+	if !o.Color {
+		return snippet
+	}
+	return strings.NewReplacer("«", bold, "»", "\x1b[0m").Replace(snippet)
+}
 
 func (o Options) style(code, s string) string {
 	if !o.Color {

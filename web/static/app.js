@@ -511,7 +511,7 @@ const Core = (() => {
       focus: null,         // {seq, serial, moveFocus} | {bottom: true, serial}: the view scrolls there once
       focusSerial: 0,
       jumping: null,       // {seq, serial} while a jump waits for its page
-      search: { open: false, query: '', status: 'idle', hits: [], error: '', serial: 0, forQuery: '' },
+      search: { open: false, query: '', status: 'idle', hits: [], mode: 'and', error: '', serial: 0, forQuery: '' },
       requests: [],        // HTTP requests for the shell (drained after each dispatch, like outbox)
       reqSerial: 0,
     };
@@ -1123,9 +1123,9 @@ const Core = (() => {
       case 'search':          // {q}: run a search (the shell debounces typing)
         search(s, a.q);
         break;
-      case 'search-results':  // {req, hits}: an answer of /api/history/search
+      case 'search-results':  // {req, hits, mode}: an answer of /api/history/search
         if (a.req && a.req.serial === s.search.serial) {
-          Object.assign(s.search, { status: 'done', hits: Array.isArray(a.hits) ? a.hits : [], error: '', forQuery: a.req.q });
+          Object.assign(s.search, { status: 'done', hits: Array.isArray(a.hits) ? a.hits : [], mode: a.mode === 'or' ? 'or' : 'and', error: '', forQuery: a.req.q });
         }
         break;
       default:
@@ -1194,18 +1194,39 @@ const Core = (() => {
   }
 
   // highlight splits text into [{text, mark}] runs for a snippet with the
-  // query marked; the view makes text nodes and <mark>s of them.
+  // query marked; the view makes text nodes and <mark>s of them. query may
+  // be a list of terms (the words the server marked in a hit): each is marked.
   function highlight(text, query) {
     text = String(text ?? '');
+    const terms = Array.isArray(query) ? query : [query];
+    const ranges = terms.flatMap((q) => findMatches(text, q)).sort((x, y) => x[0] - y[0] || y[1] - x[1]);
     const out = [];
     let at = 0;
-    for (const [a, b] of findMatches(text, query)) {
+    for (const [a, b] of ranges) {
+      if (a < at) continue; // inside the previous mark
       if (a > at) out.push({ text: text.slice(at, a), mark: false });
       out.push({ text: text.slice(a, b), mark: true });
       at = b;
     }
     if (at < text.length || !out.length) out.push({ text: text.slice(at), mark: false });
     return out;
+  }
+
+  // marked splits a search hit's snippet into [{text, mark}] runs: the
+  // server marks each matched word «like this» (stemmed matches included,
+  // which the query's own letters would miss).
+  function marked(snippet) {
+    const out = [];
+    for (const [i, part] of String(snippet ?? '').split(/[«»]/).entries()) {
+      if (part) out.push({ text: part, mark: i % 2 === 1 });
+    }
+    return out.length ? out : [{ text: '', mark: false }];
+  }
+
+  // markedTerms lists the distinct words a snippet marks, to find them again
+  // in the full message.
+  function markedTerms(snippet) {
+    return [...new Set(marked(snippet).filter((p) => p.mark).map((p) => p.text.toLowerCase()))];
   }
 
   // withDays puts a day divider before the first item of each day, given
@@ -1229,7 +1250,7 @@ const Core = (() => {
   }
 
   return { initialState, reduce, isBusy, sinceParam, channelLabel, channelKind, resetText, turnEndText, composer,
-    olderState, itemForSeq, findMatches, highlight, withDays, shown, pageWindow,
+    olderState, itemForSeq, findMatches, highlight, marked, markedTerms, withDays, shown, pageWindow,
     markdown: Markdown.render, safeHref: Markdown.safeHref, textOf: Markdown.textOf, MAX_SENDS };
 })();
 
@@ -1280,7 +1301,7 @@ function startApp() {
     const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
     if (req.kind === 'search') {
       apiGet('/api/history/search', { q: req.q, limit: req.limit })
-        .then((b) => dispatch({ type: 'search-results', req, hits: b.hits }), failed);
+        .then((b) => dispatch({ type: 'search-results', req, hits: b.hits, mode: b.mode }), failed);
       return;
     }
     apiGet('/api/history/range', { from: req.from, to: req.to, limit: req.limit })
@@ -1934,7 +1955,8 @@ function startApp() {
     else if (sr.status === 'done' && !sr.hits.length) status = 'No matches for “' + sr.forQuery + '”.';
     else if (sr.status === 'done') {
       const n = sr.hits.length;
-      status = n >= 50 ? 'The newest ' + n + ' matches' : n + (n === 1 ? ' match' : ' matches') + ', newest first';
+      status = (n >= 50 ? 'The best ' + n + ' matches' : n + (n === 1 ? ' match' : ' matches') + ', best first') +
+        (sr.mode === 'or' ? ' (no message has every word: partial matches)' : '');
     }
     const hint = sr.status === 'done' && sr.hits.length && !state.jumping ? ' — ↑ ↓ to choose, Enter to open' : '';
     if (el.searchStatus.textContent !== status + hint) {
@@ -1975,14 +1997,14 @@ function startApp() {
     li.setAttribute('role', 'option');
     li.dataset.index = String(i);
     const meta = h('div', 'result-meta');
-    if (hit.type === 'assistant') meta.append(h('span', 'who', 'assistant'));
+    if (hit.type === 'assistant' || hit.type === 'memory') meta.append(h('span', 'who', hit.type));
     else meta.append(h('span', 'badge ch-' + Core.channelKind(hit.channel), Core.channelLabel(hit)));
     const t = h('time', 'when', whenLabel(hit.ts));
     const d = timeOf(hit.ts);
     if (d) t.dateTime = d.toISOString();
     meta.append(t);
     const snip = h('div', 'result-snippet');
-    for (const part of Core.highlight(hit.snippet, state.search.forQuery)) {
+    for (const part of Core.marked(hit.snippet)) {
       snip.append(part.mark ? h('mark', null, part.text) : document.createTextNode(part.text));
     }
     li.append(meta, snip);
@@ -2016,7 +2038,7 @@ function startApp() {
 
   function openResult(i) {
     const hit = state.search.hits[i];
-    if (!hit) return;
+    if (!hit || !hit.seq) return; // a memory section is not in the conversation
     activeIndex = i;
     searchExpanded = false;
     dispatch({ type: 'jump', seq: hit.seq, moveFocus: true });
@@ -2053,7 +2075,8 @@ function startApp() {
     clearHit();
     if (!rec) return;
     hitNode = rec.node;
-    markMatches(hitNode, state.search.forQuery || state.search.query);
+    const hit = state.search.hits.find((x) => x.seq === focus.seq);
+    markMatches(hitNode, hit ? Core.markedTerms(hit.snippet) : state.search.forQuery || state.search.query);
     hitNode.classList.add('hit');
     hitNode.classList.remove('flash');
     void hitNode.offsetWidth; // restart the animation

@@ -344,6 +344,13 @@ assert.strictEqual(hl('İstanbul istanbul', 'istanbul'), 'İstanbul [istanbul]')
 assert.strictEqual(hl('aaaa', 'aa'), '[aa][aa]');
 assert.deepStrictEqual(Core.highlight('', 'x'), [{ text: '', mark: false }]);
 assert.deepStrictEqual(Core.findMatches('abc', ''), []);
+assert.strictEqual(hl('My sister’s Birthdays, birthday', ['birthdays', 'sister', 'birthday']), 'My [sister]’s [Birthdays], [birthday]',
+  'a list of terms: each marked, the longest where they overlap');
+const mk = (sn) => Core.marked(sn).map((p) => (p.mark ? '[' + p.text + ']' : p.text)).join('');
+assert.strictEqual(mk('My «sister»\'s «birthday» is…'), "My [sister]'s [birthday] is…");
+assert.strictEqual(mk('no marks'), 'no marks');
+assert.deepStrictEqual(Core.marked(''), [{ text: '', mark: false }]);
+assert.deepStrictEqual(Core.markedTerms('«Sister» and «sister» «birthdays»'), ['sister', 'birthdays']);
 
 // 14. day dividers: none above today's first item, one before each new day
 const at = (ts, key) => ({ kind: 'user', key, ts, rev: 1 });
