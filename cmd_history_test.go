@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
