@@ -166,7 +166,9 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 		if res.Mode == index.ModeOr && len(res.Hits) > 0 {
 			fmt.Fprintln(stderr, "frontdesk: no message has every word; showing the best partial matches")
 		}
-		err = out.hits(res.Hits)
+		if err := out.hits(res.Hits); err != nil {
+			return err
+		}
 	}
 	if err != nil {
 		return err

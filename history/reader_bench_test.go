@@ -1,277 +1,28 @@
-package history
+package history_test
 
 import (
 	"bufio"
 	"compress/gzip"
 	"errors"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/benchcorpus"
 )
 
-// The benchmark corpus: benchEvents chat-log lines (user questions,
-// assistant answers, turn ends, now and then a tool call and its result),
-// written through Open with RotateMB 5 and Fsync never, so the parts are
-// exactly what the server makes; then one part is gzipped (as a user might)
-// and its plain file removed. It is generated once into
-// os.TempDir()/frontdesk-bench-corpus-v2 and reused; an incomplete corpus
-// (no "complete" marker) is made again.
-const (
-	benchEvents   = 1_000_000
-	benchRotateMB = 5
-	benchCorpus   = "frontdesk-bench-corpus-v2"
-	// benchRare occurs in benchRareCount messages spread over the whole
-	// log: fewer than a search's limit, so a search must read every part.
-	benchRare      = "Kilimanjaro"
-	benchRareCount = 12
-)
-
-var corpusOnce struct {
-	sync.Once
-	path string
-	err  error
-}
-
-// benchCorpusPath returns the corpus's live file, generating it if needed.
-func benchCorpusPath(b *testing.B) string {
-	if testing.Short() {
-		b.Skip("the benchmark corpus is big; skipped in -short mode")
-	}
-	corpusOnce.Do(func() {
-		corpusOnce.path, corpusOnce.err = makeCorpus(filepath.Join(os.TempDir(), benchCorpus), b)
-	})
-	if corpusOnce.err != nil {
-		b.Fatal(corpusOnce.err)
-	}
-	return corpusOnce.path
-}
-
-func makeCorpus(dir string, b *testing.B) (string, error) {
-	live := filepath.Join(dir, "chat_history.ndjson")
-	marker := filepath.Join(dir, "complete")
-	if _, err := os.Stat(marker); err == nil {
-		return live, nil
-	}
-	start := time.Now()
-	tmp, err := os.MkdirTemp(os.TempDir(), benchCorpus+"-tmp-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp) // gone after the rename unless something failed
-	l, err := Open(Options{Path: filepath.Join(tmp, "chat_history.ndjson"), RotateMB: benchRotateMB, Fsync: FsyncNever})
-	if err != nil {
-		return "", err
-	}
-	// Text is made on two goroutines, in order, while this one appends.
-	const batch = 4096
-	type chunk struct {
-		evs  []event.Event
-		done chan struct{}
-	}
-	chunks := make(chan *chunk, 8)
-	go func() {
-		defer close(chunks)
-		sem := make(chan struct{}, 2)
-		turn := 0
-		for seq := int64(1); seq <= benchEvents; {
-			c := &chunk{done: make(chan struct{})}
-			from, firstTurn := seq, turn
-			// Turns have 3 or 5 events: plan the batch's turns here so
-			// that seqs and turn numbers carry on across batches.
-			n := 0
-			var plan []int
-			for n < batch && seq+int64(n) <= benchEvents {
-				k := 3
-				if rand.New(rand.NewPCG(uint64(turn+len(plan)), 7)).IntN(20) == 0 {
-					k = 5
-				}
-				plan = append(plan, k)
-				n += k
-			}
-			seq += int64(n)
-			turn += len(plan)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; close(c.done) }()
-				c.evs = genTurns(from, firstTurn, plan)
-			}()
-			chunks <- c
-		}
-	}()
-	var written int64
-	for c := range chunks {
-		<-c.done
-		for _, e := range c.evs {
-			if written == benchEvents {
-				break
-			}
-			if err := l.Append(e); err != nil {
-				l.Close()
-				return "", err
-			}
-			written++
-		}
-	}
-	if err := l.Close(); err != nil {
-		return "", err
-	}
-	// Gzip the third-oldest part, as a user tidying up would.
-	parts, err := Parts(filepath.Join(tmp, "chat_history.ndjson"))
-	if err != nil || len(parts) < 4 {
-		return "", fmt.Errorf("corpus has %d parts (%v)", len(parts), err)
-	}
-	if err := gzipFile(parts[len(parts)-3]); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "complete"), []byte(fmt.Sprintf("%d events\n", benchEvents)), 0o600); err != nil {
-		return "", err
-	}
-	os.RemoveAll(dir) // an incomplete one
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(marker); serr == nil {
-			return live, nil // another process finished first
-		}
-		return "", err
-	}
-	b.Logf("generated the corpus in %s (%v)", dir, time.Since(start).Round(time.Millisecond))
-	return live, nil
-}
-
-func gzipFile(path string) error {
-	in, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path+".gz", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	zw := gzip.NewWriter(f)
-	_, err = zw.Write(in)
-	if err = errors.Join(err, zw.Close(), f.Close()); err != nil {
-		return err
-	}
-	return os.Remove(path)
-}
-
-var (
-	benchTopics = []string{
-		"the quarterly report", "the budget review", "the Berlin offsite", "the server migration",
-		"my dentist appointment", "the Zürich trip", "the café order for Friday", "invoice 4471",
-		"the new hire's onboarding", "the marketing plan", "Q3 hiring", "the customer escalation",
-		"the database backup", "our pricing page", "the conference talk", "the kitchen renovation",
-		"the tax return", "the team lunch", "the release notes", "the security audit",
-	}
-	benchWhen  = []string{"Monday", "Tuesday", "last week", "yesterday", "this morning", "in March", "before the holidays"}
-	benchNames = []string{"Alice", "Bob", "Chen", "Dmitri", "Élodie", "Fatima", "Gustavo", "Hiro", "Ingrid", "José"}
-	benchAsk   = []string{
-		"Can you remind me what we decided about {topic} {when}?",
-		"Please draft a short email to {name} about {topic}.",
-		"What's the status of {topic}? I need it by {when}.",
-		"Summarise everything {name} said about {topic}.",
-		"Did we agree on a deadline for {topic} {when}?",
-		"I'm worried about {topic} — what are the risks?",
-		"Compare the two options for {topic} & tell me which is cheaper.",
-	}
-	benchAnswer = []string{
-		"Sure. About {topic}: you decided {when} to move forward, pending approval from {name}.",
-		"Here is a draft: \"Hi {name}, a quick update on {topic} — details below.\"",
-		"{topic} is on track; the next step is due {when} and {name} owns it.",
-		"The main risks for {topic} are cost and timing; {name} flagged both {when}.",
-		"Option A for {topic} costs less up front, option B is cheaper over <3 years>, per {name}.",
-	}
-	benchWords = strings.Fields(`the of and to in is that it for on was with as be at by this
-		had not are but from or have an they which one you were all we when there can
-		been has more if will would about what some time could people into than them
-		only other new years may first these any most also after made many before must
-		through back where much should well between each those while state both life
-		under never same another know last might great old year off come since against
-		go came right used take three meeting schedule follow-up notes draft budget plan
-		review numbers figures team project client invoice deadline priority summary
-		naïve résumé café jalapeño 東京 straße`)
-	benchTools = []string{"calendar_lookup", "web_search", "read_file", "send_email"}
-)
-
-// genTurns makes the events of the planned turns: each 3 events (user,
-// assistant, turn_end) or 5 (with a tool call and its result).
-func genTurns(seq int64, turn int, plan []int) []event.Event {
-	var evs []event.Event
-	add := func(t event.Type, id string, data any) {
-		e := event.New(t, id, convoStart.Add(time.Duration(seq)*1500*time.Millisecond), data)
-		e.Seq = seq
-		seq++
-		evs = append(evs, e)
-	}
-	for i, k := range plan {
-		n := turn + i
-		rng := rand.New(rand.NewPCG(uint64(n), 42))
-		id := fmt.Sprintf("t%d", n+1)
-		topic := benchTopics[rng.IntN(len(benchTopics))]
-		when := benchWhen[rng.IntN(len(benchWhen))]
-		name := benchNames[rng.IntN(len(benchNames))]
-		channel, from := event.ChannelWeb, ""
-		switch rng.IntN(10) {
-		case 0:
-			channel, from = event.ChannelEmail, strings.ToLower(name)+"@example.com"
-		case 1:
-			channel = event.ChannelConsole
-		case 2:
-			channel, from = event.ChannelWebhook, "ci-bot"
-		}
-		words := strings.NewReplacer("{topic}", topic, "{when}", when, "{name}", name)
-		ask := words.Replace(benchAsk[rng.IntN(len(benchAsk))])
-		// The rare word, in benchRareCount messages spread evenly.
-		if every := benchEvents / 3 / benchRareCount; n%every == every/2 {
-			ask += " And what about " + benchRare + "?"
-		}
-		ask = fill(rng, ask)
-		add(event.User, id, event.UserData{Channel: channel, From: from, Content: ask, ClientMsgID: fmt.Sprintf("c-%d", n+1)})
-		if k == 5 {
-			tool := benchTools[rng.IntN(len(benchTools))]
-			callID := fmt.Sprintf("call_%d", n+1)
-			add(event.ToolCall, id, event.ToolCallData{ID: callID, Name: tool, Args: []byte(fmt.Sprintf(`{"query":%q}`, topic))})
-			add(event.ToolResult, id, event.ToolResultData{ID: callID, Name: tool, Output: fill(rng, "Results for "+topic+":")})
-		}
-		add(event.Assistant, id, event.AssistantData{Content: fill(rng, words.Replace(benchAnswer[rng.IntN(len(benchAnswer))]))})
-		prompt, completion := 800+rng.IntN(4000), 20+rng.IntN(300)
-		add(event.TurnEnd, id, event.TurnEndData{Status: event.StatusCompleted, DurationMS: int64(300 + rng.IntN(9000)),
-			Usage: &event.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}})
-	}
-	return evs
-}
-
-// fill pads s with words to a length of 80 to 250 bytes.
-func fill(rng *rand.Rand, s string) string {
-	want := 80 + rng.IntN(171)
-	var sb strings.Builder
-	sb.WriteString(s)
-	for sb.Len() < want {
-		sb.WriteByte(' ')
-		sb.WriteString(benchWords[rng.IntN(len(benchWords))])
-		if rng.IntN(12) == 0 {
-			sb.WriteByte("..,;!?"[rng.IntN(6)])
-		}
-	}
-	out := sb.String()
-	if len(out) > 250 {
-		out = strings.ToValidUTF8(out[:250], "")
-	}
-	return out
-}
+// benchCorpusPath returns the benchmark corpus's live file (see
+// benchcorpus), generating it if needed.
+func benchCorpusPath(b *testing.B) string { return benchcorpus.Path(b) }
 
 // bufioScan reads every byte of the log the way a plain reader would,
 // .gz parts decompressed, and counts the lines: Search's yardstick.
 func bufioScan(b *testing.B, path string) (lines, size int64) {
-	parts, err := Parts(path)
+	parts, err := history.Parts(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -325,53 +76,11 @@ func BenchmarkBufioScan(b *testing.B) {
 	for b.Loop() {
 		lines, size = bufioScan(b, path)
 	}
-	if lines < benchEvents {
-		b.Fatalf("scanned %d lines, want %d", lines, benchEvents)
+	if lines < benchcorpus.Events {
+		b.Fatalf("scanned %d lines, want %d", lines, benchcorpus.Events)
 	}
 	b.ReportMetric(float64(size)/1e6, "MB")
 	b.ReportMetric(ms(timeIt(5, func() { bufioScan(b, path) })), "scan-ms")
-}
-
-// BenchmarkSearch searches the corpus with the files in the page cache
-// (each figure is the median of 5 runs after a warm-up), and in the same
-// run times BenchmarkBufioScan's plain scan of the same bytes: ratio is
-// search-ms / scan-ms. "rare" and "absent" must read every part; the
-// others stop once the 20 newest hits are certain.
-func BenchmarkSearch(b *testing.B) {
-	path := benchCorpusPath(b)
-	scan := timeIt(5, func() { bufioScan(b, path) })
-	for _, tc := range []struct {
-		name, q  string
-		wantHits int // -1: any
-	}{
-		{"rare", strings.ToLower(benchRare), benchRareCount},
-		{"absent", "xylophone", 0},
-		{"common", "Quarterly Report", 20},
-		{"nonascii", "ZÜRICH", 20},
-		{"escaped", "<3 years>", 20},
-		{"short", "the", 20},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			r := NewReader(path)
-			var hits []Hit
-			var st Stats
-			var err error
-			for b.Loop() {
-				hits, st, err = r.Search(tc.q, 20)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(hits) != tc.wantHits {
-				b.Fatalf("%d hits, want %d", len(hits), tc.wantHits)
-			}
-			d := timeIt(5, func() { r.Search(tc.q, 20) })
-			b.ReportMetric(ms(d), "search-ms")
-			b.ReportMetric(ms(scan), "scan-ms")
-			b.ReportMetric(float64(d)/float64(scan), "ratio")
-			b.ReportMetric(float64(st.Parts), "parts")
-		})
-	}
 }
 
 // BenchmarkRecent20 times Recent(20) with a new Reader for each call, so
@@ -382,7 +91,7 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkRecent20(b *testing.B) {
 	path := benchCorpusPath(b)
 	call := func() {
-		evs, _, err := NewReader(path).Recent(20)
+		evs, _, err := history.NewReader(path).Recent(20)
 		if err != nil || len(evs) != 20 {
 			b.Fatalf("Recent(20): %d events, %v", len(evs), err)
 		}

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 )
@@ -267,14 +266,6 @@ func eventSeqs(evs []event.Event) []int64 {
 	return out
 }
 
-func hitSeqs(hits []Hit) []int64 {
-	out := make([]int64, len(hits))
-	for i, h := range hits {
-		out[i] = h.Seq
-	}
-	return out
-}
-
 func sameEvents(t *testing.T, got, want []event.Event) {
 	t.Helper()
 	if !slices.Equal(eventSeqs(got), eventSeqs(want)) {
@@ -475,201 +466,6 @@ func TestParseBound(t *testing.T) {
 	}
 }
 
-// foldContains is the test's own reading of Search's contract: some run of
-// s's runes equals q under strings.EqualFold.
-func foldContains(s, q string) bool {
-	n := utf8.RuneCountInString(q)
-	for i := range s {
-		j, k := i, 0
-		for k < n && j < len(s) {
-			_, size := utf8.DecodeRuneInString(s[j:])
-			j += size
-			k++
-		}
-		if k == n && strings.EqualFold(s[i:j], q) {
-			return true
-		}
-	}
-	return false
-}
-
-// contentOf returns the content of a user or assistant event.
-func contentOf(t testing.TB, e event.Event) (string, bool) {
-	switch e.Type {
-	case event.User:
-		var d event.UserData
-		if err := e.Decode(&d); err != nil {
-			t.Fatal(err)
-		}
-		return d.Content, true
-	case event.Assistant:
-		var d event.AssistantData
-		if err := e.Decode(&d); err != nil {
-			t.Fatal(err)
-		}
-		return d.Content, true
-	}
-	return "", false
-}
-
-// wantHits is what Search should return, by brute force.
-func wantHits(t testing.TB, evs []event.Event, q string, limit int) []int64 {
-	var out []int64
-	for i := len(evs) - 1; i >= 0; i-- {
-		if c, ok := contentOf(t, evs[i]); ok && foldContains(c, q) {
-			out = append(out, evs[i].Seq)
-		}
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out
-}
-
-var searchQueries = []struct {
-	name, q string
-	limit   int
-	atLeast int // hits the fixture surely holds
-}{
-	{"ascii any case", "quarterly", 0, 3},
-	{"upper query", "QUARTERLY REPORT", 0, 1},
-	{"accented upper", "ÉCOLE", 0, 1},
-	{"accented lower", "école", 0, 1},
-	{"html escaped", "<b>", 0, 1},
-	{"ampersand", "at&t", 0, 1},
-	{"quote", `"hi"`, 0, 1},
-	{"backslash", `c:\temp\NEW`, 0, 1},
-	{"newline", "line\nsecond", 0, 1},
-	{"tab", "line\twith", 0, 1},
-	{"kelvin by k", "373 kelvin", 0, 1},
-	{"long s by s", "CONGRESS", 0, 1},
-	{"escape text is not content", "u003c", 0, 0},
-	{"tool output only", "zebrafish", 0, 0},
-	{"turn_end status", "completed", 0, 0},
-	{"member name", "content", 0, 0},
-	{"type value", "assistant", 0, 0},
-	{"sender", "alice@example.com", 0, 0},
-	{"lost in damaged gz", "zanzibar", 0, 0},
-	{"partial line", "partialword", 0, 0},
-	{"malformed line", "not json", 0, 0},
-	{"common, limited", "weather", 7, 7},
-	{"common, all", "Umbrella", 0, 100},
-	{"long content", "needle", 0, 1},
-	{"single letter", "Q", 5, 5},
-	{"replacement char", "\uFFFD", 0, 0},
-}
-
-func TestSearch(t *testing.T) {
-	fx := newFixture(t)
-	for _, tc := range searchQueries {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, r := range []*Reader{
-				NewReader(fx.path),
-				{path: fx.path, window: 64, workers: 1},
-				{path: fx.path, window: 300, workers: 3},
-			} {
-				hits, st, err := r.Search(tc.q, tc.limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := wantHits(t, fx.valid, tc.q, tc.limit)
-				if got := hitSeqs(hits); !slices.Equal(got, want) {
-					t.Fatalf("window %d, workers %d: got %v, want %v", r.window, r.workers, got, want)
-				}
-				if len(hits) < tc.atLeast {
-					t.Fatalf("%d hits, want at least %d", len(hits), tc.atLeast)
-				}
-				// A full read sees each part's damage (the malformed
-				// line only when it holds the query's bytes).
-				if tc.limit == 0 && (st.Parts != fx.files || st.Skipped < fx.skipped-2) {
-					t.Errorf("stats %+v, want %d parts, at least %d skipped", st, fx.files, fx.skipped-2)
-				}
-			}
-		})
-	}
-}
-
-func TestSearchHitFields(t *testing.T) {
-	fx := newFixture(t)
-	r := NewReader(fx.path)
-	byseq := map[int64]event.Event{}
-	for _, e := range fx.valid {
-		byseq[e.Seq] = e
-	}
-
-	hits, _, err := r.Search("école", 5)
-	if err != nil || len(hits) != 1 {
-		t.Fatalf("hits %+v, err %v", hits, err)
-	}
-	h := hits[0]
-	e := byseq[h.Seq]
-	if h.Type != "user" || h.Channel != event.ChannelEmail || h.From != "claire@example.com" || h.Turn != e.Turn ||
-		!h.TS.Equal(e.TS.Std()) || h.Snippet != specialEcole {
-		t.Errorf("hit %+v, want user email claire@example.com turn %s at %v, snippet %q", h, e.Turn, e.TS.Std(), specialEcole)
-	}
-
-	b, err := json.Marshal(h)
-	if want := fmt.Sprintf(`"ts":"%s"`, e.TS.Std().UTC().Format("2006-01-02T15:04:05.000Z")); err != nil || !strings.Contains(string(b), want) {
-		t.Errorf("hit JSON %s, want %s", b, want)
-	}
-
-	// An assistant hit names the channel its turn came from.
-	hits, _, err = r.Search("kelvin", 5)
-	if err != nil || len(hits) != 1 {
-		t.Fatalf("hits %+v, err %v", hits, err)
-	}
-	if h := hits[0]; h.Type != "assistant" || h.Channel != event.ChannelEmail || h.From != "" || h.Snippet != specialKelvin {
-		t.Errorf("assistant hit %+v, want channel email, no from, snippet %q", h, specialKelvin)
-	}
-	for _, window := range []int{0, 200} {
-		r := &Reader{path: fx.path, window: window}
-		hits, _, _ = r.Search("an umbrella is wise", 0)
-		for _, h := range hits {
-			if h.Channel == "" {
-				t.Errorf("window %d: assistant hit %d has no channel", window, h.Seq)
-			}
-		}
-	}
-
-	// Whitespace is flattened; a long content is cut around the match.
-	hits, _, _ = r.Search("SECOND LINE", 1)
-	if len(hits) != 1 || hits[0].Snippet != "first line second line with a tab" {
-		t.Errorf("multiline snippet %+v", hits)
-	}
-	hits, _, _ = r.Search("needle", 1)
-	if len(hits) != 1 {
-		t.Fatalf("needle: %+v", hits)
-	}
-	s := hits[0].Snippet
-	n := utf8.RuneCountInString(s)
-	if !strings.HasPrefix(s, "…") || !strings.HasSuffix(s, "…") || !strings.Contains(s, "NEEDLE in the middle") ||
-		n < SnippetRunes || n > SnippetRunes+2 {
-		t.Errorf("snippet %q (%d runes), want ~%d runes around NEEDLE, cut both sides", s, n, SnippetRunes)
-	}
-}
-
-func TestSearchStopsAtLimit(t *testing.T) {
-	fx := newFixture(t)
-	// The live file alone holds 5 weather hits: no older part is read.
-	r := &Reader{path: fx.path, workers: 1}
-	hits, st, err := r.Search("weather", 5)
-	if err != nil || len(hits) != 5 {
-		t.Fatalf("hits %v, err %v", hitSeqs(hits), err)
-	}
-	if st.Parts != 1 {
-		t.Errorf("read %d parts, want 1", st.Parts)
-	}
-	if want := wantHits(t, fx.valid, "weather", 5); !slices.Equal(hitSeqs(hits), want) {
-		t.Errorf("got %v, want %v", hitSeqs(hits), want)
-	}
-}
-
-func TestSearchRejectsEmptyQuery(t *testing.T) {
-	if _, _, err := NewReader(filepath.Join(t.TempDir(), "x.ndjson")).Search("", 10); err == nil {
-		t.Error("empty query: no error")
-	}
-}
-
 func TestReadersOnEmptyLog(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty", "chat_history.ndjson")
@@ -694,9 +490,8 @@ func TestReadersOnEmptyLog(t *testing.T) {
 			if err != nil || len(evs) != 0 || trunc || st.Skipped != 0 {
 				t.Errorf("Range: %v, %v, %+v, %v", evs, trunc, st, err)
 			}
-			hits, st, err := r.Search("x", 10)
-			if err != nil || len(hits) != 0 || st.Skipped != 0 {
-				t.Errorf("Search: %v, %+v, %v", hits, st, err)
+			if evs, err := r.Since(1, 10); err != nil || len(evs) != 0 {
+				t.Errorf("Since: %v, %v", evs, err)
 			}
 		})
 	}
@@ -746,14 +541,16 @@ func TestReadersFollowTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameEvents(t, recent, all[len(all)-50:])
-	hits, _, err := r.Search("xylophone", 10)
-	if err != nil || len(hits) != 1 || hits[0].Seq != all[len(all)-3].Seq {
-		t.Errorf("Search: %+v, %v", hits, err)
+	since, err := r.Since(all[9].Seq, 2) // the oldest part, gzipped
+	if err != nil {
+		t.Fatal(err)
 	}
-	hits, _, err = r.Search("Question 3 ", 0) // the oldest part, gzipped
-	if err != nil || len(hits) != 1 || hits[0].Seq != all[9].Seq {
-		t.Errorf("Search in the .gz part: %+v, %v", hits, err)
+	sameEvents(t, since, all[9:11])
+	since, err = r.Since(all[len(all)-3].Seq, 10)
+	if err != nil {
+		t.Fatal(err)
 	}
+	sameEvents(t, since, all[len(all)-3:])
 }
 
 func TestReadersDuringAppends(t *testing.T) {
@@ -816,15 +613,9 @@ func TestReadersDuringAppends(t *testing.T) {
 			if err != nil || !contiguous(evs) || len(evs) > 0 && evs[0].Seq != 500 {
 				report("Range: %v, %d events", err, len(evs))
 			}
-			hits, _, err := r.Search("XXX", 0)
-			if err != nil {
-				report("Search: %v", err)
-			}
-			for i := 1; i < len(hits); i++ {
-				if hits[i].Seq != hits[i-1].Seq-1 {
-					report("Search: seq %d after %d", hits[i].Seq, hits[i-1].Seq)
-					break
-				}
+			since, err := r.Since(1, 0)
+			if err != nil || !contiguous(since) || len(since) > 0 && since[0].Seq != 1 {
+				report("Since: %v, %d events", err, len(since))
 			}
 		}
 	})
@@ -836,9 +627,9 @@ func TestReadersDuringAppends(t *testing.T) {
 	for _, p := range problems[:min(len(problems), 5)] {
 		t.Error(p)
 	}
-	hits, _, err := r.Search("xxx", 0)
-	if err != nil || len(hits) != total {
-		t.Errorf("after the appends: %d hits, %v; want %d", len(hits), err, total)
+	since, err := r.Since(1, 0)
+	if err != nil || len(since) != total {
+		t.Errorf("after the appends: %d events, %v; want %d", len(since), err, total)
 	}
 }
 
@@ -955,89 +746,6 @@ func FuzzReadLine(f *testing.F) {
 			t.Fatalf("lineKey %+v, decodeLine %d %v", k, e.Seq, e.TS.Std())
 		}
 	})
-}
-
-// FuzzSearch checks that Search's byte-level prefilter never loses a
-// message that holds the query, whatever the two hold.
-func FuzzSearch(f *testing.F) {
-	for _, s := range [][2]string{
-		{specialEscapes, "<B>"}, {specialKelvin, "k"}, {specialEcole, "ÉCOLE"}, {specialLongS, "ss"},
-		{"a\u2028b", "A\u2028"}, {"Straße", "STRASSE"}, {"ΣΊΣΥΦΟΣ", "σίσυφος"}, {"x\x00y", "\x00"},
-		{"tab\there", "\t"}, {`\\u003c`, `\u003c`}, {"bad \xff utf8", "\uFFFD"}, {"ǅ", "ǆ"},
-	} {
-		f.Add(s[0], s[1], false)
-	}
-	f.Fuzz(func(t *testing.T, content, q string, assistant bool) {
-		if q == "" {
-			return
-		}
-		var c convo
-		if assistant {
-			c.exchange(event.ChannelWeb, "", "input", "", content)
-		} else {
-			c.exchange(event.ChannelWeb, "", content, "", "reply")
-		}
-		evs := c.take()
-		data := linesOf(t, evs)
-		qc, err := compileQuery(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := lineSearch{q: qc}
-		hits := s.block(data, nil)
-		// Invalid UTF-8 in the query means U+FFFD, byte by byte.
-		want := wantHits(t, evs, string([]rune(q)), 0)
-		slices.Reverse(want)
-		if got := hitSeqs(hits); !slices.Equal(got, want) {
-			t.Fatalf("content %q, query %q: hits %v, want %v", content, q, got, want)
-		}
-	})
-}
-
-func TestFoldIndexAndSnippet(t *testing.T) {
-	tests := []struct {
-		s, q        string
-		want        string // the match
-		wantSnippet string
-	}{
-		{"Hello World", "WORLD", "World", "Hello World"},
-		{"école", "ÉCOLE", "école", "école"},
-		{"\u212Aelvin", "kelvin", "\u212Aelvin", "\u212Aelvin"},
-		{"abc", "abcd", "", ""},
-		{"tab\tand\nnewline", "and", "and", "tab and newline"},
-	}
-	for _, tc := range tests {
-		var q []rune
-		for _, r := range tc.q {
-			q = append(q, canon(r))
-		}
-		ms, me := foldIndex(tc.s, q)
-		if tc.want == "" {
-			if ms != -1 {
-				t.Errorf("foldIndex(%q, %q) = %d, want none", tc.s, tc.q, ms)
-			}
-			continue
-		}
-		if ms < 0 || tc.s[ms:me] != tc.want {
-			t.Errorf("foldIndex(%q, %q) = %d:%d, want %q", tc.s, tc.q, ms, me, tc.want)
-			continue
-		}
-		if got := snippet(tc.s, ms, me); got != tc.wantSnippet {
-			t.Errorf("snippet = %q, want %q", got, tc.wantSnippet)
-		}
-	}
-	// A match longer than the snippet is itself cut.
-	long := strings.Repeat("é", 300)
-	got := snippet(long, 0, len(long))
-	if utf8.RuneCountInString(got) != SnippetRunes+1 || !strings.HasSuffix(got, "…") {
-		t.Errorf("long match snippet has %d runes", utf8.RuneCountInString(got))
-	}
-	// Near the start, the room before goes after.
-	s := "abc needle " + strings.Repeat("z", 400)
-	got = snippet(s, 4, 10)
-	if !strings.HasPrefix(got, "abc needle zz") || utf8.RuneCountInString(got) != SnippetRunes+1 {
-		t.Errorf("snippet near start = %q", got)
-	}
 }
 
 func TestPartTwinAfterListing(t *testing.T) {
