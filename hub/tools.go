@@ -66,7 +66,8 @@ func toolJSON(v any) (string, error) {
 const historySearchDescription = "Search everything ever said in this conversation — every user and assistant message since the start, " +
 	"and older long-term memory sections — ranked by relevance (BM25) with a small bonus for recent messages. " +
 	"Use it to answer questions like 'what did I say about X' or whenever the user refers to something you do not see in context. " +
-	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this»."
+	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this». " +
+	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word."
 
 // tools are the history tools offered to every backend for the turn turn.
 // They run on the turn's goroutine: the buffer through hub commands, the

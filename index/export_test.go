@@ -8,3 +8,14 @@ func (ix *Index) ForceSchemaVersionForTest(v int) error {
 	_, err := ix.db.ExecContext(context.Background(), `UPDATE meta SET value = ? WHERE key = 'schema_version'`, v)
 	return err
 }
+
+// MatchesForTest counts the documents an FTS5 expression matches.
+func (ix *Index) MatchesForTest(q string) (int64, error) {
+	pq, err := ParseQuery(q)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = ix.db.QueryRowContext(context.Background(), `SELECT count(*) FROM fts WHERE fts MATCH ?`, pq.match(false)).Scan(&n)
+	return n, err
+}

@@ -39,7 +39,8 @@ const TypeMemory = "memory"
 
 // schema: docs holds what a hit shows and what filters test; fts indexes
 // docs.content without storing it twice (an external-content table).
-// Events use their seq as id; memory sections use negative ids.
+// Events use their seq as id; memory sections ids from memoryBase up,
+// above every seq, so a window of the newest ids always holds them.
 //
 // The tokenizer folds case and diacritics (unicode61 remove_diacritics 2:
 // "Müller" is "muller") and stems English (porter: "birthdays" and
@@ -70,10 +71,13 @@ type Index struct {
 	readOnly bool
 }
 
+// memoryBase is the first memory section's id: far above any seq.
+const memoryBase = int64(1) << 62
+
 // Doc is one indexed document: a user or assistant message, or a memory
 // section.
 type Doc struct {
-	// ID is the event's seq; memory sections have negative ids.
+	// ID is the event's seq; SetMemory numbers memory sections itself.
 	ID      int64
 	TS      time.Time
 	Turn    string
@@ -362,14 +366,14 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 	defer tx.Rollback()
 	// An external-content FTS table forgets a row only when told what it
 	// held.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO fts(fts, rowid, content) SELECT 'delete', id, content FROM docs WHERE id < 0`); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO fts(fts, rowid, content) SELECT 'delete', id, content FROM docs WHERE id >= ?`, memoryBase); err != nil {
 		return classify("index memory", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE id < 0`); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE id >= ?`, memoryBase); err != nil {
 		return classify("index memory", err)
 	}
 	for i, d := range docs {
-		id := -int64(i + 1)
+		id := memoryBase + int64(i)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO docs(id, ts, turn, type, channel, sender, content) VALUES(?,?,'',?,'','',?)`,
 			id, d.TS.UnixMilli(), TypeMemory, d.Content); err != nil {
 			return classify("index memory", err)

@@ -386,3 +386,39 @@ func TestReadOnlyAndMemoryIndex(t *testing.T) {
 		t.Errorf("memory index: %+v", got.Hits)
 	}
 }
+
+// A query matching more than RankWindow messages ranks the newest
+// RankWindow of them and says so; memory sections are ranked all the same.
+func TestBroadQueryRanksTheNewestWindow(t *testing.T) {
+	var texts []string
+	for i := range index.RankWindow + 500 {
+		texts = append(texts, fmt.Sprintf("weather report number %d", i), "ok")
+	}
+	ix := openIndex(t, convo(texts...))
+	ctx := context.Background()
+	if err := ix.SetMemory(ctx, []index.Doc{{TS: t0, Content: "weather"}}, "h"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ix.Search(ctx, "weather", index.Options{Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Broad || len(res.Hits) != index.RankWindow {
+		t.Fatalf("broad %v, %d hits; want the window, the memory section in it", res.Broad, len(res.Hits))
+	}
+	oldest := int64(1 << 62)
+	for _, h := range res.Hits {
+		if h.Type != index.TypeMemory {
+			oldest = min(oldest, h.Seq)
+		}
+	}
+	if want := int64(3*501 + 1); oldest != want { // the memory section and 4,999 newest turns are in
+		t.Errorf("oldest ranked seq %d, want %d", oldest, want)
+	}
+	if res.Hits[0].Type != index.TypeMemory {
+		t.Errorf("the one-word memory section should rank first: %+v", res.Hits[0])
+	}
+	if res := search(t, ix, "weather number 4711"); res.Broad {
+		t.Error("a narrow query reported broad")
+	}
+}

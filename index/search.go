@@ -2,7 +2,9 @@ package index
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -25,6 +27,15 @@ const (
 	RecencyBoost    = 0.25
 	RecencyHalfLife = 30 * 24 * time.Hour
 )
+
+// RankWindow bounds the work of a broad query. BM25 costs about 1.5 µs a
+// match here (a pure-Go SQLite), so a word in every tenth message of a
+// million would take 100 ms to rank. When more than RankWindow messages
+// match, only the newest RankWindow of them are ranked, and the result
+// says so (Result.Broad): such a query is too broad to rank usefully, and
+// another word narrows it. Memory sections have ids above every seq, so
+// they are always in the window.
+const RankWindow = 5000
 
 // Snippet marks: a hit's snippet wraps each matched term in these, and
 // cuts at word boundaries with "…".
@@ -55,9 +66,8 @@ func (h Hit) MarshalJSON() ([]byte, error) {
 	type plain Hit
 	return json.Marshal(struct {
 		plain
-		TS    event.Time `json:"ts"`
-		Score float64    `json:"score"`
-	}{plain(h), event.Time(h.TS), math.Round(h.Score*1000) / 1000})
+		TS event.Time `json:"ts"`
+	}{plain(h), event.Time(h.TS)})
 }
 
 // Modes of a Result.
@@ -73,6 +83,9 @@ type Result struct {
 	// Indexing is set when the index had not caught up with the chat log:
 	// the newest messages may be missing from Hits.
 	Indexing *Progress `json:"indexing,omitempty"`
+	// Broad says more than RankWindow messages matched: the hits are the
+	// best of the newest RankWindow. Add a word to narrow the search.
+	Broad bool `json:"broad,omitempty"`
 }
 
 // Progress says how far the index is behind the chat log.
@@ -118,15 +131,15 @@ func (ix *Index) SearchQuery(ctx context.Context, q Query, opts Options) (Result
 		res.Hits = hits
 		return res, err
 	}
-	hits, err := ix.ranked(ctx, q, q.match(false), opts)
+	hits, broad, err := ix.ranked(ctx, q, q.match(false), opts)
 	if err != nil {
 		return res, err
 	}
 	if len(hits) == 0 && q.searchable() > 1 {
 		res.Mode = ModeOr
-		hits, err = ix.ranked(ctx, q, q.match(true), opts)
+		hits, broad, err = ix.ranked(ctx, q, q.match(true), opts)
 	}
-	res.Hits = hits
+	res.Hits, res.Broad = hits, broad
 	return res, err
 }
 
@@ -161,20 +174,45 @@ func where(q Query, opts Options, sql *strings.Builder, args *[]any) {
 // ranked finds the best opts.Limit matches of expr, then makes their
 // snippets: snippet() costs a read of the content, so only the winners
 // pay it.
-func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options) ([]Hit, error) {
+func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options) (hits []Hit, broad bool, err error) {
+	var from strings.Builder
+	from.WriteString(` FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`)
+	fargs := []any{expr}
+	where(q, opts, &from, &fargs)
+
+	// The window: the id of the RankWindow-th newest match, if there are
+	// that many. FTS5 yields matches in rowid order, so this reads
+	// RankWindow postings, not all of them; the join with docs is made
+	// only when a filter needs it (it would cost a lookup a match).
+	floorSQL := `SELECT fts.rowid` + from.String()
+	if len(fargs) == 1 {
+		floorSQL = `SELECT rowid FROM fts WHERE fts MATCH ?`
+	}
+	var floor sql.NullInt64
+	err = ix.db.QueryRowContext(ctx, floorSQL+` ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`,
+		append(fargs, RankWindow-1)...).Scan(&floor)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, classify("search", err)
+	}
+	broad = floor.Valid && floor.Int64 > 0
+
 	var b strings.Builder
 	// ln 2 / half-life in ms: 2^(−age/H) = exp(−age·ln2/H).
 	decay := math.Ln2 / float64(RecencyHalfLife.Milliseconds())
 	b.WriteString(`SELECT d.id, d.ts, d.turn, d.type, d.channel, d.sender,
-		-bm25(fts) * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, ''
-		FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`)
-	args := []any{RecencyBoost, opts.Now.UnixMilli(), decay, expr}
-	where(q, opts, &b, &args)
+		-bm25(fts) * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, ''`)
+	b.WriteString(from.String())
+	args := append([]any{RecencyBoost, opts.Now.UnixMilli(), decay}, fargs...)
+	if broad {
+		b.WriteString(" AND fts.rowid >= ?") // FTS5 starts at the floor
+
+		args = append(args, floor.Int64)
+	}
 	b.WriteString(" ORDER BY score DESC LIMIT ?")
 	args = append(args, opts.Limit)
 	found, err := ix.query(ctx, b.String(), args)
 	if err != nil || len(found) == 0 {
-		return nil, err
+		return nil, broad, err
 	}
 	ids := make([]string, len(found))
 	for i, f := range found {
@@ -184,7 +222,7 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options)
 		`SELECT rowid, snippet(fts, 0, ?, ?, '…', ?) FROM fts WHERE fts MATCH ? AND rowid IN (`+strings.Join(ids, ",")+`)`,
 		MarkStart, MarkEnd, snippetTokens, expr)
 	if err != nil {
-		return nil, classify("search", err)
+		return nil, broad, classify("search", err)
 	}
 	defer rows.Close()
 	snip := make(map[int64]string, len(found))
@@ -192,19 +230,19 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options)
 		var id int64
 		var s string
 		if err := rows.Scan(&id, &s); err != nil {
-			return nil, classify("search", err)
+			return nil, broad, classify("search", err)
 		}
 		snip[id] = s
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify("search", err)
+		return nil, broad, classify("search", err)
 	}
-	hits := make([]Hit, len(found))
+	hits = make([]Hit, len(found))
 	for i, f := range found {
 		hits[i] = f.hit
 		hits[i].Snippet = flatten(snip[f.id])
 	}
-	return hits, nil
+	return hits, broad, nil
 }
 
 // filtered lists the newest documents that pass a filter-only query.
@@ -223,7 +261,7 @@ func (ix *Index) filtered(ctx context.Context, q Query, opts Options) ([]Hit, er
 	return hits, err
 }
 
-// found is a hit with its document id (negative for memory).
+// found is a hit with its document id (memoryBase and up for memory).
 type found struct {
 	id  int64
 	hit Hit
@@ -248,7 +286,7 @@ func (ix *Index) query(ctx context.Context, sql string, args []any) ([]found, er
 		}
 		h.TS = time.UnixMilli(ts).UTC()
 		h.Snippet = cut(flatten(content), 200)
-		if f.id > 0 {
+		if f.id < memoryBase {
 			h.Seq = f.id
 		}
 		out = append(out, f)
@@ -286,6 +324,9 @@ func (r Result) String() string {
 	s := fmt.Sprintf("%d hits", len(r.Hits))
 	if r.Mode == ModeOr {
 		s += " (no message has every word: showing partial matches)"
+	}
+	if r.Broad {
+		s += fmt.Sprintf(" (over %d messages match: the best of the newest %d; add a word to narrow)", RankWindow, RankWindow)
 	}
 	if r.Indexing != nil {
 		s += fmt.Sprintf(" (index still catching up: seq %d of %d)", r.Indexing.IndexedSeq, r.Indexing.LogSeq)

@@ -443,3 +443,25 @@ func TestContextNoteNamesHistoryTools(t *testing.T) {
 		}
 	}
 }
+
+func TestSections(t *testing.T) {
+	text := "Notes kept by hand.\n\n## 2026-11-22 10:00 UTC — idle-timeout (2 exchanges)\n\nalpha facts\n### a demoted heading\n\n## not a time\nbeta\n"
+	got := Sections(text)
+	if len(got) != 3 {
+		t.Fatalf("%d sections: %+v", len(got), got)
+	}
+	if got[0].Heading != "" || got[0].Text != "Notes kept by hand." {
+		t.Errorf("preamble %+v", got[0])
+	}
+	want := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if got[1].Heading != "2026-11-22 10:00 UTC — idle-timeout (2 exchanges)" || !got[1].Time.Equal(want) ||
+		!strings.HasSuffix(got[1].Text, "### a demoted heading") {
+		t.Errorf("section %+v", got[1])
+	}
+	if got[2].Heading != "not a time" || !got[2].Time.IsZero() || got[2].Text != "## not a time\nbeta" {
+		t.Errorf("section %+v", got[2])
+	}
+	if len(Sections("")) != 0 {
+		t.Error("empty text has sections")
+	}
+}

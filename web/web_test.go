@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -36,10 +38,15 @@ func start(t *testing.T, o web.Options, a agent.Agent) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: dir}, lg, a)
+	ix, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(dir, index.FileName),
+		Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, Index: ix}, lg, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
+	go func() { defer close(done); go ix.Run(ctx); m.Run(ctx) }()
 	wsh := ws.New(m, ws.Options{})
 	o.WS = wsh
 	o.Messages = webhook.New(m, 1024)

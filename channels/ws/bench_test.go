@@ -60,6 +60,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/index"
 )
 
 const (
@@ -346,8 +347,16 @@ func startBenchFrontdesk(tb testing.TB, queue int, a agent.Agent) *benchFrontdes
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: dir, ClientQueue: queue, Logger: benchLogger}, lg, a)
+	// The search index follows the log as in the server, so its work is
+	// part of what the figures measure.
+	ix, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(dir, index.FileName),
+		Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since, Logger: benchLogger})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, ClientQueue: queue, Logger: benchLogger, Index: ix}, lg, a)
 	ctx, cancel := context.WithCancel(context.Background())
+	go ix.Run(ctx)
 	go m.Run(ctx)
 	h := ws.New(m, ws.Options{Logger: benchLogger})
 	mux := http.NewServeMux()

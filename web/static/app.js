@@ -511,7 +511,7 @@ const Core = (() => {
       focus: null,         // {seq, serial, moveFocus} | {bottom: true, serial}: the view scrolls there once
       focusSerial: 0,
       jumping: null,       // {seq, serial} while a jump waits for its page
-      search: { open: false, query: '', status: 'idle', hits: [], mode: 'and', error: '', serial: 0, forQuery: '' },
+      search: { open: false, query: '', status: 'idle', hits: [], mode: 'and', broad: false, error: '', serial: 0, forQuery: '' },
       requests: [],        // HTTP requests for the shell (drained after each dispatch, like outbox)
       reqSerial: 0,
     };
@@ -1125,7 +1125,8 @@ const Core = (() => {
         break;
       case 'search-results':  // {req, hits, mode}: an answer of /api/history/search
         if (a.req && a.req.serial === s.search.serial) {
-          Object.assign(s.search, { status: 'done', hits: Array.isArray(a.hits) ? a.hits : [], mode: a.mode === 'or' ? 'or' : 'and', error: '', forQuery: a.req.q });
+          Object.assign(s.search, { status: 'done', hits: Array.isArray(a.hits) ? a.hits : [], mode: a.mode === 'or' ? 'or' : 'and',
+            broad: a.broad === true, error: '', forQuery: a.req.q });
         }
         break;
       default:
@@ -1301,7 +1302,7 @@ function startApp() {
     const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
     if (req.kind === 'search') {
       apiGet('/api/history/search', { q: req.q, limit: req.limit })
-        .then((b) => dispatch({ type: 'search-results', req, hits: b.hits, mode: b.mode }), failed);
+        .then((b) => dispatch({ type: 'search-results', req, hits: b.hits, mode: b.mode, broad: b.broad }), failed);
       return;
     }
     apiGet('/api/history/range', { from: req.from, to: req.to, limit: req.limit })
@@ -1956,7 +1957,8 @@ function startApp() {
     else if (sr.status === 'done') {
       const n = sr.hits.length;
       status = (n >= 50 ? 'The best ' + n + ' matches' : n + (n === 1 ? ' match' : ' matches') + ', best first') +
-        (sr.mode === 'or' ? ' (no message has every word: partial matches)' : '');
+        (sr.mode === 'or' ? ' (no message has every word: partial matches)' : '') +
+        (sr.broad ? ' (very many matches: the newest ranked; add a word to narrow)' : '');
     }
     const hint = sr.status === 'done' && sr.hits.length && !state.jumping ? ' — ↑ ↓ to choose, Enter to open' : '';
     if (el.searchStatus.textContent !== status + hint) {

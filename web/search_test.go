@@ -1,0 +1,52 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/web"
+)
+
+func TestSearchAPI(t *testing.T) {
+	e := start(t, web.Options{}, &agent.Demo{})
+	for _, msg := range []string{"My sister's birthday is on the 14th of March", "the plumber is coming on Tuesday"} {
+		r := do(t, request(t, "POST", e.srv.URL+"/api/messages?wait=1", `{"content":"`+msg+`"}`, "Content-Type", "application/json"))
+		if r.status != http.StatusOK {
+			t.Fatalf("post: %d %s", r.status, r.raw)
+		}
+	}
+	search := func(q string) reply {
+		return do(t, request(t, "GET", e.srv.URL+"/api/history/search?q="+url.QueryEscape(q)+"&limit=5", ""))
+	}
+	r := search("birthdays sister")
+	hits, _ := r.body["hits"].([]any)
+	if r.status != 200 || r.body["mode"] != "and" || len(hits) == 0 {
+		t.Fatalf("search: %d %s", r.status, r.raw)
+	}
+	first := hits[0].(map[string]any)
+	if first["type"] != "user" || first["channel"] != "webhook" || first["seq"] != float64(1) ||
+		!strings.Contains(first["snippet"].(string), "«sister»") || first["score"].(float64) <= 0 {
+		t.Errorf("first hit %v", first)
+	}
+	if _, ok := r.body["indexing"]; ok {
+		t.Errorf("indexing reported after the reply was awaited: %s", r.raw)
+	}
+	if r := search("plumber zeppelin"); r.body["mode"] != "or" {
+		t.Errorf("partial: %s", r.raw)
+	}
+	for _, q := range []string{"type:robot", strings.Repeat("x ", 600), "before:soon sister", "***"} {
+		r := search(q)
+		if r.status != http.StatusBadRequest || r.body["code"] != "bad_query" || strings.Contains(strings.ToLower(r.raw), "sql") {
+			t.Errorf("%.20q: %d %s", q, r.status, r.raw)
+		}
+	}
+	// Hostile FTS5 syntax is plain words, not an error.
+	for _, q := range []string{`NEAR(sister birthday)`, `content:sister`, `"sister`, `sister AND OR`} {
+		if r := search(q); r.status != 200 {
+			t.Errorf("%q: %d %s", q, r.status, r.raw)
+		}
+	}
+}
