@@ -13,8 +13,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 // searchAgent calls history_search with its own input, the way a model
