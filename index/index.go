@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -29,7 +30,7 @@ import (
 // SchemaVersion is stored in the index; an index with another version is
 // rebuilt, never trusted. Bump it whenever the schema, the tokenizer or
 // what a document holds changes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the index's name inside data_dir.
 const FileName = "search.db"
@@ -54,7 +55,8 @@ CREATE TABLE docs(
 	type    TEXT NOT NULL,
 	channel TEXT NOT NULL,
 	sender  TEXT NOT NULL,
-	content TEXT NOT NULL
+	content TEXT NOT NULL,
+	len     INTEGER NOT NULL -- words in content, for ranking
 );
 CREATE VIRTUAL TABLE fts USING fts5(
 	content, content='docs', content_rowid='id',
@@ -203,7 +205,7 @@ func (ix *Index) init() error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return classify("create index", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta VALUES('schema_version', ?), ('last_seq', '0'), ('memory_hash', '')`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta VALUES('schema_version', ?), ('last_seq', '0'), ('memory_hash', ''), ('docs', '0'), ('words', '0')`,
 			strconv.Itoa(SchemaVersion)); err != nil {
 			return classify("create index", err)
 		}
@@ -286,7 +288,7 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 		return classify("index events", err)
 	}
 	defer tx.Rollback()
-	insDoc, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO docs(id, ts, turn, type, channel, sender, content) VALUES(?,?,?,?,?,?,?)`)
+	insDoc, err := tx.PrepareContext(ctx, `INSERT INTO docs(id, ts, turn, type, channel, sender, content, len) VALUES(?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return classify("index events", err)
 	}
@@ -298,6 +300,7 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 	defer insFTS.Close()
 	turnChannel := map[string]string{}
 	newest := last
+	var docs, words int64
 	for _, e := range evs {
 		if e.Seq <= newest {
 			continue
@@ -317,9 +320,11 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 				_ = tx.QueryRowContext(ctx, `SELECT channel FROM docs WHERE turn = ? AND type = 'user' ORDER BY id LIMIT 1`, d.Turn).Scan(&d.Channel)
 			}
 		}
-		if _, err := insDoc.ExecContext(ctx, d.ID, d.TS.UnixMilli(), d.Turn, d.Type, d.Channel, d.From, d.Content); err != nil {
+		n := countWords(d.Content)
+		if _, err := insDoc.ExecContext(ctx, d.ID, d.TS.UnixMilli(), d.Turn, d.Type, d.Channel, d.From, d.Content, n); err != nil {
 			return classify("index events", err)
 		}
+		docs, words = docs+1, words+n
 		if _, err := insFTS.ExecContext(ctx, d.ID, d.Content); err != nil {
 			return classify("index events", err)
 		}
@@ -328,6 +333,9 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'last_seq'`, strconv.FormatInt(newest, 10)); err != nil {
+		return classify("index events", err)
+	}
+	if err := addTotals(ctx, tx, docs, words); err != nil {
 		return classify("index events", err)
 	}
 	return classify("index events", tx.Commit())
@@ -364,6 +372,10 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 		return classify("index memory", err)
 	}
 	defer tx.Rollback()
+	var oldDocs, oldWords int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM docs WHERE id >= ?`, memoryBase).Scan(&oldDocs, &oldWords); err != nil {
+		return classify("index memory", err)
+	}
 	// An external-content FTS table forgets a row only when told what it
 	// held.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO fts(fts, rowid, content) SELECT 'delete', id, content FROM docs WHERE id >= ?`, memoryBase); err != nil {
@@ -372,10 +384,13 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE id >= ?`, memoryBase); err != nil {
 		return classify("index memory", err)
 	}
+	var words int64
 	for i, d := range docs {
 		id := memoryBase + int64(i)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO docs(id, ts, turn, type, channel, sender, content) VALUES(?,?,'',?,'','',?)`,
-			id, d.TS.UnixMilli(), TypeMemory, d.Content); err != nil {
+		n := countWords(d.Content)
+		words += n
+		if _, err := tx.ExecContext(ctx, `INSERT INTO docs(id, ts, turn, type, channel, sender, content, len) VALUES(?,?,'',?,'','',?,?)`,
+			id, d.TS.UnixMilli(), TypeMemory, d.Content, n); err != nil {
 			return classify("index memory", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO fts(rowid, content) VALUES(?,?)`, id, d.Content); err != nil {
@@ -385,7 +400,47 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = 'memory_hash'`, hash); err != nil {
 		return classify("index memory", err)
 	}
+	if err := addTotals(ctx, tx, int64(len(docs))-oldDocs, words-oldWords); err != nil {
+		return classify("index memory", err)
+	}
 	return classify("index memory", tx.Commit())
+}
+
+// addTotals keeps the document and word counts that give the average
+// document length.
+func addTotals(ctx context.Context, tx *sql.Tx, docs, words int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE meta SET value = CAST(value AS INTEGER) + CASE key WHEN 'docs' THEN ? ELSE ? END
+		WHERE key IN ('docs', 'words')`, docs, words)
+	return err
+}
+
+// avgWords is the average document length in words (1 for an empty index).
+func (ix *Index) avgWords(ctx context.Context) (float64, error) {
+	var docs, words float64
+	err := ix.db.QueryRowContext(ctx, `SELECT
+		(SELECT CAST(value AS REAL) FROM meta WHERE key = 'docs'),
+		(SELECT CAST(value AS REAL) FROM meta WHERE key = 'words')`).Scan(&docs, &words)
+	if err != nil {
+		return 1, classify("search", err)
+	}
+	if docs == 0 || words == 0 {
+		return 1, nil
+	}
+	return words / docs, nil
+}
+
+// countWords counts content's tokens the way the tokenizer splits them.
+func countWords(s string) int64 {
+	var n int64
+	in := false
+	for _, r := range s {
+		w := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
+		if w && !in {
+			n++
+		}
+		in = w
+	}
+	return n
 }
 
 // Stats describes the index, for logs and benchmarks.

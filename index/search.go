@@ -14,18 +14,30 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 )
 
-// Ranking. A hit's score is its BM25 relevance (FTS5's bm25(), negated so
-// that higher is better) raised by up to RecencyBoost for recent messages:
+// Ranking. In "and" mode every hit holds every term, so BM25's idf part
+// is the same for all of them and only its length normalisation (and term
+// frequency) tells them apart. The score is BM25's per-term weight with
+// the term frequency taken as 1 — chat messages seldom repeat a word, and
+// counting repeats would need FTS5's bm25(), whose bookkeeping costs about
+// 1.5 µs a match and a pass over every posting of every term in a pure-Go
+// SQLite — raised by up to RecencyBoost for recent messages:
 //
-//	score = -bm25 × (1 + RecencyBoost × 2^(−age / RecencyHalfLife))
+//	score = (k1 + 1) / (1 + k1 × (1 − b + b × words / avgWords))
+//	        × (1 + RecencyBoost × 2^(−age / RecencyHalfLife))
 //
+// with BM25's usual k1 = 1.2 and b = 0.75: a short message that says just
+// the thing beats a long one that mentions it in passing. In "or" mode
+// hits hold different terms, so the rare terms must weigh more: there the
+// score is FTS5's full bm25() (negated) times the same recency factor.
 // A message from today gets ×1.25, one a month old ×1.125, one a year old
 // ×1.0: recency breaks near-ties between equally good matches (the newest
 // of two "dentist appointment" messages first) but never lifts a weak
-// match over a clearly better one.
+// match over a clearly better one. Equal scores go newest first.
 const (
 	RecencyBoost    = 0.25
 	RecencyHalfLife = 30 * 24 * time.Hour
+	bm25K1          = 1.2
+	bm25B           = 0.75
 )
 
 // RankWindow bounds the work of a broad query. BM25 costs about 1.5 µs a
@@ -131,13 +143,13 @@ func (ix *Index) SearchQuery(ctx context.Context, q Query, opts Options) (Result
 		res.Hits = hits
 		return res, err
 	}
-	hits, broad, err := ix.ranked(ctx, q, q.match(false), opts)
+	hits, broad, err := ix.ranked(ctx, q, q.match(false), false, opts)
 	if err != nil {
 		return res, err
 	}
 	if len(hits) == 0 && q.searchable() > 1 {
 		res.Mode = ModeOr
-		hits, broad, err = ix.ranked(ctx, q, q.match(true), opts)
+		hits, broad, err = ix.ranked(ctx, q, q.match(true), true, opts)
 	}
 	res.Hits, res.Broad = hits, broad
 	return res, err
@@ -174,7 +186,7 @@ func where(q Query, opts Options, sql *strings.Builder, args *[]any) {
 // ranked finds the best opts.Limit matches of expr, then makes their
 // snippets: snippet() costs a read of the content, so only the winners
 // pay it.
-func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options) (hits []Hit, broad bool, err error) {
+func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts Options) (hits []Hit, broad bool, err error) {
 	var from strings.Builder
 	from.WriteString(` FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`)
 	fargs := []any{expr}
@@ -183,7 +195,7 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options)
 	// The window: the id of the RankWindow-th newest match, if there are
 	// that many. FTS5 yields matches in rowid order, so this reads
 	// RankWindow postings, not all of them; the join with docs is made
-	// only when a filter needs it (it would cost a lookup a match).
+	// only when a filter needs it (it costs a lookup a match).
 	floorSQL := `SELECT fts.rowid` + from.String()
 	if len(fargs) == 1 {
 		floorSQL = `SELECT rowid FROM fts WHERE fts MATCH ?`
@@ -194,21 +206,31 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, opts Options)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, false, classify("search", err)
 	}
-	broad = floor.Valid && floor.Int64 > 0
+	broad = floor.Valid
 
 	var b strings.Builder
+	var args []any
+	b.WriteString(`SELECT d.id, d.ts, d.turn, d.type, d.channel, d.sender, `)
+	if or {
+		b.WriteString(`-bm25(fts)`)
+	} else {
+		avg, err := ix.avgWords(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		b.WriteString(`(? + 1) / (1 + ? * (1 - ? + ? * d.len / ?))`)
+		args = append(args, bm25K1, bm25K1, bm25B, bm25B, avg)
+	}
 	// ln 2 / half-life in ms: 2^(−age/H) = exp(−age·ln2/H).
-	decay := math.Ln2 / float64(RecencyHalfLife.Milliseconds())
-	b.WriteString(`SELECT d.id, d.ts, d.turn, d.type, d.channel, d.sender,
-		-bm25(fts) * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, ''`)
+	b.WriteString(` * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, ''`)
+	args = append(args, RecencyBoost, opts.Now.UnixMilli(), math.Ln2/float64(RecencyHalfLife.Milliseconds()))
 	b.WriteString(from.String())
-	args := append([]any{RecencyBoost, opts.Now.UnixMilli(), decay}, fargs...)
+	args = append(args, fargs...)
 	if broad {
 		b.WriteString(" AND fts.rowid >= ?") // FTS5 starts at the floor
-
 		args = append(args, floor.Int64)
 	}
-	b.WriteString(" ORDER BY score DESC LIMIT ?")
+	b.WriteString(" ORDER BY score DESC, d.id DESC LIMIT ?")
 	args = append(args, opts.Limit)
 	found, err := ix.query(ctx, b.String(), args)
 	if err != nil || len(found) == 0 {
