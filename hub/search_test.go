@@ -132,4 +132,10 @@ func TestResetMemoryBecomesSearchable(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // consolidation runs on its own goroutine
 	}
+	// The reset removed nothing from the index: the message itself is
+	// still found.
+	res, err := h.Search(ctxT(t), "cabin wifi type:user", 5)
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Seq != 1 {
+		t.Errorf("after the reset: %+v, %v", res, err)
+	}
 }

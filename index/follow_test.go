@@ -71,11 +71,25 @@ func (c *chatLog) fill(n int, word func(i int) string) {
 	}
 }
 
+// logBuf collects log lines from any goroutine.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
 func follower(t *testing.T, dir string, logSeq int64, mem index.MemorySource) (*index.Follower, func()) {
+	t.Helper()
+	return followerLog(t, dir, logSeq, mem, io.Discard)
+}
+
+func followerLog(t *testing.T, dir string, logSeq int64, mem index.MemorySource, logs io.Writer) (*index.Follower, func()) {
 	t.Helper()
 	f, err := index.NewFollower(index.FollowerOptions{
 		Path: filepath.Join(dir, index.FileName), Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since,
-		Memory: mem, LogSeq: logSeq, Logger: slog.New(slog.DiscardHandler),
+		Memory: mem, LogSeq: logSeq, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -240,9 +254,13 @@ func TestFollowerRebuildsDamagedIndexAndIndexesMemory(t *testing.T) {
 	var mu sync.Mutex
 	memText := []index.Doc{{TS: t0, Content: "The user's cat is called Marmalade."}}
 	mem := func() ([]index.Doc, error) { mu.Lock(); defer mu.Unlock(); return memText, nil }
-	f, _ = follower(t, dir, c.seq, mem)
+	var logs logBuf
+	f, _ = followerLog(t, dir, c.seq, mem, &logs)
 	if res := caughtUp(t, f, "lilies"); len(res.Hits) != 600 {
 		t.Errorf("%d hits after rebuild, want 600", len(res.Hits))
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"search index rebuilt from the chat log\"") {
+		t.Errorf("no warning about the rebuild in the log:\n%s", logs.String())
 	}
 	if res := caughtUp(t, f, "marmalade"); len(res.Hits) != 1 || res.Hits[0].Type != index.TypeMemory {
 		t.Errorf("memory: %+v", res.Hits)
