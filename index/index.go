@@ -315,9 +315,12 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 			turnChannel[d.Turn] = d.Channel
 		case string(event.Assistant):
 			d.Channel = turnChannel[d.Turn]
-			if d.Channel == "" && d.Turn != "" {
-				// The input is in an earlier batch.
-				_ = tx.QueryRowContext(ctx, `SELECT channel FROM docs WHERE turn = ? AND type = 'user' ORDER BY id LIMIT 1`, d.Turn).Scan(&d.Channel)
+			if d.Channel == "" {
+				// The input is in an earlier batch; a turn's id is "t"
+				// and its input's seq.
+				if seq, err := strconv.ParseInt(strings.TrimPrefix(d.Turn, "t"), 10, 64); err == nil {
+					_ = tx.QueryRowContext(ctx, `SELECT channel FROM docs WHERE id = ?`, seq).Scan(&d.Channel)
+				}
 			}
 		}
 		n := countWords(d.Content)

@@ -133,6 +133,19 @@ func TestHitFields(t *testing.T) {
 	}
 }
 
+// A reply indexed in a later batch than its input still gets its channel.
+func TestReplyChannelAcrossBatches(t *testing.T) {
+	evs := convo("MAIL please send the invoice", "I've drafted the invoice email.")
+	ix := openIndex(t, evs[:1])
+	if err := ix.Add(context.Background(), evs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	res := search(t, ix, "drafted invoice type:assistant")
+	if len(res.Hits) != 1 || res.Hits[0].Channel != "email" {
+		t.Errorf("hits %+v, want the reply with channel email", res.Hits)
+	}
+}
+
 func TestExcludeTurnAndDates(t *testing.T) {
 	ix := openIndex(t, sample)
 	res, err := ix.Search(context.Background(), "birthday", index.Options{ExcludeTurn: "t1"})

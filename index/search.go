@@ -187,22 +187,30 @@ func where(q Query, opts Options, sql *strings.Builder, args *[]any) {
 // snippets: snippet() costs a read of the content, so only the winners
 // pay it.
 func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts Options) (hits []Hit, broad bool, err error) {
+	const match = ` FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`
 	var from strings.Builder
-	from.WriteString(` FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`)
+	from.WriteString(match)
 	fargs := []any{expr}
 	where(q, opts, &from, &fargs)
 
 	// The window: the id of the RankWindow-th newest match, if there are
 	// that many. FTS5 yields matches in rowid order, so this reads
 	// RankWindow postings, not all of them; the join with docs is made
-	// only when a filter needs it (it costs a lookup a match).
-	floorSQL := `SELECT fts.rowid` + from.String()
-	if len(fargs) == 1 {
-		floorSQL = `SELECT rowid FROM fts WHERE fts MATCH ?`
+	// only when a filter needs it (it costs a lookup a match). The
+	// excluded turn does not count: at most two documents.
+	floorSQL := strings.Builder{}
+	floorArgs := []any{expr}
+	where(q, Options{}, &floorSQL, &floorArgs)
+	if len(floorArgs) == 1 {
+		floorSQL.WriteString(`SELECT rowid FROM fts WHERE fts MATCH ?`)
+	} else {
+		filters := floorSQL.String()
+		floorSQL.Reset()
+		floorSQL.WriteString(`SELECT fts.rowid` + match + filters)
 	}
 	var floor sql.NullInt64
-	err = ix.db.QueryRowContext(ctx, floorSQL+` ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`,
-		append(fargs, RankWindow-1)...).Scan(&floor)
+	err = ix.db.QueryRowContext(ctx, floorSQL.String()+` ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`,
+		append(floorArgs, RankWindow-1)...).Scan(&floor)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, false, classify("search", err)
 	}
@@ -273,7 +281,9 @@ func (ix *Index) filtered(ctx context.Context, q Query, opts Options) ([]Hit, er
 	b.WriteString(`SELECT d.id, d.ts, d.turn, d.type, d.channel, d.sender, 0, d.content FROM docs d WHERE 1`)
 	var args []any
 	where(q, opts, &b, &args)
-	b.WriteString(" ORDER BY d.ts DESC, d.id DESC LIMIT ?")
+	// Newest first by id (seq order is time order), which the table
+	// yields without sorting.
+	b.WriteString(" ORDER BY d.id DESC LIMIT ?")
 	args = append(args, opts.Limit)
 	found, err := ix.query(ctx, b.String(), args)
 	hits := make([]Hit, len(found))
