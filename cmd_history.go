@@ -353,18 +353,12 @@ func (o *historyOut) table(head [5]string, rows [][5]string) error {
 // describe returns an event's channel column and text.
 func describe(e event.Event) (who, text string) {
 	switch e.Type {
-	case event.User:
-		var d event.UserData
-		if e.Decode(&d) == nil {
-			return channelFrom(d.Channel, d.From), d.Content
-		}
-	case event.Assistant:
-		var d event.AssistantData
-		if e.Decode(&d) == nil {
-			if d.Partial {
-				return "", d.Content + " [partial]"
+	case event.User, event.Assistant:
+		if m, ok := e.Message(); ok {
+			if m.Partial {
+				return "", m.Content + " [partial]"
 			}
-			return "", d.Content
+			return channelFrom(m.Channel, m.From), m.Content
 		}
 	case event.ToolCall:
 		var d event.ToolCallData

@@ -73,17 +73,8 @@ func NewCommandRequest(req Request) CommandRequest {
 		Notes:          append([]string{}, req.Notes...),
 	}
 	for _, e := range req.Context {
-		switch e.Type {
-		case event.User:
-			var d event.UserData
-			if e.Decode(&d) == nil {
-				r.Context = append(r.Context, CommandMessage{Role: "user", Content: d.Content, TS: e.TS})
-			}
-		case event.Assistant:
-			var d event.AssistantData
-			if e.Decode(&d) == nil {
-				r.Context = append(r.Context, CommandMessage{Role: "assistant", Content: d.Content, TS: e.TS})
-			}
+		if m, ok := e.Message(); ok {
+			r.Context = append(r.Context, CommandMessage{Role: string(e.Type), Content: m.Content, TS: e.TS})
 		}
 	}
 	return r

@@ -34,17 +34,13 @@ type chatMessage struct {
 func conversation(evs []event.Event) []chatMessage {
 	out := make([]chatMessage, 0, len(evs))
 	for _, e := range evs {
-		switch e.Type {
-		case event.User:
-			var d event.UserData
-			if e.Decode(&d) == nil && d.Content != "" {
-				out = append(out, chatMessage{text: userText(d.Channel, d.From, d.Content)})
-			}
-		case event.Assistant:
-			var d event.AssistantData
-			if e.Decode(&d) == nil && d.Content != "" {
-				out = append(out, chatMessage{assistant: true, text: d.Content})
-			}
+		m, ok := e.Message()
+		switch {
+		case !ok || m.Content == "":
+		case e.Type == event.User:
+			out = append(out, chatMessage{text: userText(m.Channel, m.From, m.Content)})
+		default:
+			out = append(out, chatMessage{assistant: true, text: m.Content})
 		}
 	}
 	return out

@@ -220,3 +220,32 @@ type ErrorData struct {
 	Message     string `json:"message"`
 	ClientMsgID string `json:"client_msg_id,omitempty"`
 }
+
+// Message is the text of a user or assistant event: the one way to read
+// "who said what" from an event.
+type Message struct {
+	Channel string // user events: the door it came through
+	From    string // user events: the sender, if the door has one
+	Content string
+	Partial bool // assistant events: the turn was cut short
+}
+
+// Message returns the text of a user or assistant event. ok is false for
+// any other type, and for a payload that does not decode.
+func (e Event) Message() (m Message, ok bool) {
+	switch e.Type {
+	case User:
+		var d UserData
+		if e.Decode(&d) != nil {
+			return m, false
+		}
+		return Message{Channel: d.Channel, From: d.From, Content: d.Content}, true
+	case Assistant:
+		var d AssistantData
+		if e.Decode(&d) != nil {
+			return m, false
+		}
+		return Message{Content: d.Content, Partial: d.Partial}, true
+	}
+	return m, false
+}

@@ -62,3 +62,24 @@ func TestTimeAcceptsAnyRFC3339(t *testing.T) {
 		t.Error("accepted a non-time")
 	}
 }
+
+func TestMessage(t *testing.T) {
+	ts := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		e    Event
+		want Message
+		ok   bool
+	}{
+		{"user", New(User, "t1", ts, UserData{Channel: "email", From: "a@b.c", Content: "hi"}), Message{Channel: "email", From: "a@b.c", Content: "hi"}, true},
+		{"assistant", New(Assistant, "t1", ts, AssistantData{Content: "yo", Partial: true}), Message{Content: "yo", Partial: true}, true},
+		{"notice", New(Notice, "", ts, TextData{Text: "x"}), Message{}, false},
+		{"bad payload", Event{Type: User, Data: []byte(`{"content":1}`)}, Message{}, false},
+		{"no payload", Event{Type: Assistant}, Message{}, false},
+	} {
+		got, ok := tc.e.Message()
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: got %+v %v, want %+v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

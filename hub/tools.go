@@ -36,17 +36,12 @@ func toToolEvents(evs []event.Event) []toolEvent {
 	for _, e := range evs {
 		te := toolEvent{Seq: e.Seq, TS: e.TS.Std().UTC().Format(time.RFC3339), Type: string(e.Type), Turn: e.Turn}
 		switch e.Type {
-		case event.User:
-			var d event.UserData
-			_ = json.Unmarshal(e.Data, &d)
-			te.Channel, te.From, te.Content = d.Channel, d.From, d.Content
-		case event.Assistant:
-			var d event.AssistantData
-			_ = json.Unmarshal(e.Data, &d)
-			te.Content = d.Content
+		case event.User, event.Assistant:
+			m, _ := e.Message()
+			te.Channel, te.From, te.Content = m.Channel, m.From, m.Content
 		case event.Notice:
 			var d event.TextData
-			_ = json.Unmarshal(e.Data, &d)
+			_ = e.Decode(&d)
 			te.Content = d.Text
 		default:
 			continue // tool calls, turn ends and resets are noise to the model

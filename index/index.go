@@ -306,9 +306,9 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 			continue
 		}
 		newest = e.Seq
-		d, ok, err := docOf(e)
-		if err != nil || !ok {
-			continue // a payload that does not decode is not searchable text
+		d, ok := docOf(e)
+		if !ok {
+			continue // not a message, or a payload that does not decode
 		}
 		switch d.Type {
 		case string(event.User):
@@ -345,25 +345,10 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 }
 
 // docOf returns the document for a user or assistant event.
-func docOf(e event.Event) (Doc, bool, error) {
-	d := Doc{ID: e.Seq, TS: e.TS.Std(), Turn: e.Turn, Type: string(e.Type)}
-	switch e.Type {
-	case event.User:
-		var u event.UserData
-		if err := e.Decode(&u); err != nil {
-			return d, false, err
-		}
-		d.Channel, d.From, d.Content = u.Channel, u.From, u.Content
-	case event.Assistant:
-		var a event.AssistantData
-		if err := e.Decode(&a); err != nil {
-			return d, false, err
-		}
-		d.Content = a.Content
-	default:
-		return d, false, nil
-	}
-	return d, strings.TrimSpace(d.Content) != "", nil
+func docOf(e event.Event) (Doc, bool) {
+	m, ok := e.Message()
+	d := Doc{ID: e.Seq, TS: e.TS.Std(), Turn: e.Turn, Type: string(e.Type), Channel: m.Channel, From: m.From, Content: m.Content}
+	return d, ok && strings.TrimSpace(d.Content) != ""
 }
 
 // SetMemory replaces the indexed memory sections with docs (their IDs are

@@ -140,12 +140,10 @@ func extractMessages(conv []event.Event) []message {
 	msgs := make([]message, 0, len(conv))
 	for _, e := range conv {
 		var m message
-		var content string
+		d, _ := e.Message()
 		switch e.Type {
 		case event.User:
-			var d event.UserData
-			_ = e.Decode(&d)
-			m.user, content = true, d.Content
+			m.user = true
 			var tags []string
 			if ch := oneLine(d.Channel); ch != "" {
 				tags = append(tags, ch)
@@ -158,11 +156,9 @@ func extractMessages(conv []event.Event) []message {
 				m.label += " (" + strings.Join(tags, ", ") + ")"
 			}
 		case event.Assistant:
-			var d event.AssistantData
-			_ = e.Decode(&d)
-			m.label, content = "assistant", d.Content
+			m.label = "assistant"
 		}
-		m.sentences = splitSentences(content)
+		m.sentences = splitSentences(d.Content)
 		msgs = append(msgs, m)
 	}
 	return msgs

@@ -61,10 +61,9 @@ func renderShortTerm(events []event.Event) string {
 // reply cut short), and returns its text. An event whose data does not
 // decode renders with empty text.
 func speaker(e event.Event) (label, content string) {
+	d, _ := e.Message()
 	switch e.Type {
 	case event.User:
-		var d event.UserData
-		_ = e.Decode(&d)
 		label = "user"
 		if ch := oneLine(d.Channel); ch != "" {
 			label += " · " + ch
@@ -74,8 +73,6 @@ func speaker(e event.Event) (label, content string) {
 		}
 		return label, d.Content
 	case event.Assistant:
-		var d event.AssistantData
-		_ = e.Decode(&d)
 		label = "assistant"
 		if d.Partial {
 			label += " (partial)"
