@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,11 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 const historyUsage = `usage: frontdesk history recent [-n 20] [flags]
@@ -159,7 +156,9 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 		if strings.TrimSpace(q) == "" {
 			return errors.New("history search: missing QUERY (see frontdesk history -h)")
 		}
-		res, err := searchOffline(cfg, r, q, limit, stderr)
+		oh := newOfflineHistory(cfg, stderr)
+		defer oh.Close()
+		res, err := oh.SearchIndex(context.Background(), q, index.Options{Limit: limit})
 		if err != nil {
 			return fmt.Errorf("history search: %w", err)
 		}
@@ -181,70 +180,6 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 
 // maxSearchLimit bounds history search -limit.
 const maxSearchLimit = 1000
-
-// searchOffline searches without the server: through the index file,
-// opened read-only, when there is a usable one; else through an index
-// built in memory from the chat log and long-term memory (one pass over
-// the log). It says on note which it did, and when the index file is
-// behind the log.
-func searchOffline(cfg config.Config, r *history.Reader, q string, limit int, note io.Writer) (index.Result, error) {
-	if _, err := index.ParseQuery(q); err != nil {
-		return index.Result{}, err
-	}
-	ctx := context.Background()
-	path := indexPath(cfg)
-	ix, err := index.OpenReadOnly(path)
-	if err == nil {
-		defer ix.Close()
-		indexed, err := ix.LastSeq(ctx)
-		if err == nil {
-			res, err := ix.Search(ctx, q, index.Options{Limit: limit})
-			if err == nil {
-				fmt.Fprintf(note, "frontdesk: searched the index %s\n", path)
-				if tail, _, _ := r.Recent(1); len(tail) > 0 && tail[0].Seq > indexed {
-					fmt.Fprintf(note, "frontdesk: the index is %d events behind the chat log (the server indexes them when it runs)\n", tail[0].Seq-indexed)
-					res.Indexing = &index.Progress{IndexedSeq: indexed, LogSeq: tail[0].Seq}
-				}
-				return res, nil
-			}
-		}
-		if index.IsQueryError(err) {
-			return index.Result{}, err
-		}
-		fmt.Fprintf(note, "frontdesk: the index %s is not usable (%v); scanning the chat log\n", path, err)
-	} else if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(note, "frontdesk: no index at %s; scanning the chat log\n", path)
-	} else {
-		fmt.Fprintf(note, "frontdesk: the index %s is not usable (%v); scanning the chat log\n", path, err)
-	}
-	mem, err := index.OpenMemory()
-	if err != nil {
-		return index.Result{}, err
-	}
-	defer mem.Close()
-	for from := int64(1); ; {
-		evs, err := r.Since(from, 8192)
-		if err != nil {
-			return index.Result{}, err
-		}
-		if len(evs) == 0 {
-			break
-		}
-		if err := mem.Add(ctx, evs); err != nil {
-			return index.Result{}, err
-		}
-		from = evs[len(evs)-1].Seq + 1
-	}
-	// memory.Open would create a missing directory: only read one that is there.
-	if _, err := os.Stat(cfg.Memory.Dir); err == nil {
-		if store, err := memory.Open(cfg.Memory.Dir); err == nil {
-			if docs, err := memoryDocs(store)(); err == nil {
-				mem.SetMemory(ctx, docs, "")
-			}
-		}
-	}
-	return mem.Search(ctx, q, index.Options{Limit: limit})
-}
 
 // parseInterspersed parses flags anywhere among the arguments (so that
 // "search foo -json" works) and returns the others; after "--" everything

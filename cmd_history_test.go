@@ -252,7 +252,7 @@ func TestHistorySearchUsesIndex(t *testing.T) {
 	if err != nil || !slices.Equal(ndjsonSeqs(t, out), []int64{4}) {
 		t.Fatalf("out %q err %v", out, err)
 	}
-	if !strings.Contains(errOut, "searched the index "+path) || !strings.Contains(errOut, fmt.Sprintf("%d events behind", evs[len(evs)-1].Seq-evs[5].Seq)) {
+	if !strings.Contains(errOut, "searching the index "+path) || !strings.Contains(errOut, fmt.Sprintf("%d events behind", evs[len(evs)-1].Seq-evs[5].Seq)) {
 		t.Errorf("stderr %q", errOut)
 	}
 	// Seq 7 is not indexed yet: the index answers for what it holds.

@@ -24,6 +24,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/mcp"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,7 +51,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "usage: frontdesk [flags]               serve\n"+
 			"       frontdesk version                print the version\n"+
 			"       frontdesk check-config [flags]   validate the configuration and reach the agent backend\n"+
-			"       frontdesk history recent|range|search …   read the chat log (frontdesk history -h)\n\nflags:\n")
+			"       frontdesk history recent|range|search …   read the chat log (frontdesk history -h)\n"+
+			"       frontdesk mcp [-config FILE] [-data DIR]   the history tools over MCP stdio (frontdesk mcp -h)\n\nflags:\n")
 		fl.PrintDefaults()
 	}
 	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
@@ -59,6 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	if len(args) > 1 && args[1] == "history" {
 		return runHistory(args[2:], getenv, stdout, stderr)
+	}
+	if len(args) > 1 && args[1] == "mcp" {
+		return runMCP(ctx, args[2:], stdin, stdout, stderr)
 	}
 	cmd := ""
 	rest := args[1:]
@@ -211,6 +216,14 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if cfg.Channels.Webhook.Enabled {
 		messages = webhook.New(h, cfg.Server.MaxMessageBytes)
 	}
+	var mcpHandler http.Handler
+	if cfg.MCP.Serve {
+		tools := hub.HistoryTools(h, "")
+		if cfg.MCP.ServeSend {
+			tools = append(tools, mcp.SendTool(h))
+		}
+		mcpHandler = mcp.Handler(mcp.NewServer(version, tools))
+	}
 	wsHandler := ws.New(h, ws.Options{
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
 		PingInterval:    time.Duration(cfg.Server.PingIntervalSec) * time.Second,
@@ -224,6 +237,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		AllowedHosts:   cfg.Server.AllowedHosts,
 		WS:             wsHandler,
 		Messages:       messages,
+		MCP:            mcpHandler,
 		Registry:       registry,
 	})
 

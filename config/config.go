@@ -32,6 +32,20 @@ type Config struct {
 	Agent    Agent    `yaml:"agent"`
 	Memory   Memory   `yaml:"memory"`
 	Channels Channels `yaml:"channels"`
+	MCP      MCP      `yaml:"mcp"`
+}
+
+// MCP configures the Model Context Protocol server (the history tools at
+// /mcp).
+type MCP struct {
+	// Serve mounts /mcp: the history tools (history_search, history_recent,
+	// history_range) over MCP streamable HTTP, behind the same token and
+	// Origin/Host rules as /api/*. Default false.
+	Serve bool `yaml:"serve"`
+	// ServeSend adds the send_message tool, which puts a message into the
+	// shared conversation (channel "mcp") and returns the reply. Default
+	// false; it needs Serve.
+	ServeSend bool `yaml:"serve_send"`
 }
 
 // Server configures the HTTP listener, auth and WebSocket limits.
@@ -493,6 +507,9 @@ func (c *Config) Validate() error {
 	}
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
 	c.validateEmail(bad, envName)
+	if c.MCP.ServeSend && !c.MCP.Serve {
+		bad("mcp.serve_send", "needs mcp.serve: true (send_message is a tool of the /mcp server)")
+	}
 	return errors.Join(errs...)
 }
 

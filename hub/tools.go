@@ -64,10 +64,29 @@ const historySearchDescription = "Search everything ever said in this conversati
 	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this». " +
 	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word."
 
+// HistorySource is what the history tools read: the live session
+// (*SessionManager) or, offline, the data directory's files.
+type HistorySource interface {
+	// Recent returns the newest n persisted events, oldest first.
+	Recent(ctx context.Context, n int) ([]event.Event, error)
+	// Range returns the events between from and to (see SessionManager.Range).
+	Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error)
+	// SearchIndex runs a search query with the given options.
+	SearchIndex(ctx context.Context, query string, opts index.Options) (SearchResult, error)
+}
+
+var _ HistorySource = (*SessionManager)(nil)
+
 // tools are the history tools offered to every backend for the turn turn.
 // They run on the turn's goroutine: the buffer through hub commands, the
 // disk and the index directly.
-func (m *SessionManager) tools(turn string) []agent.Tool {
+func (m *SessionManager) tools(turn string) []agent.Tool { return HistoryTools(m, turn) }
+
+// HistoryTools returns the history tools (history_get_recent,
+// history_get_range, history_search) over src, for agents and for the MCP
+// server. The messages of turn are never search hits (the running turn's
+// own input would match every search it makes); "" excludes nothing.
+func HistoryTools(src HistorySource, turn string) []agent.Tool {
 	return []agent.Tool{
 		{
 			Name:        "history_get_recent",
@@ -79,7 +98,7 @@ func (m *SessionManager) tools(turn string) []agent.Tool {
 					return "", err
 				}
 				p.N = min(max(p.N, 1), maxToolEvents)
-				evs, err := m.Recent(ctx, p.N)
+				evs, err := src.Recent(ctx, p.N)
 				if err != nil {
 					return "", err
 				}
@@ -95,18 +114,7 @@ func (m *SessionManager) tools(turn string) []agent.Tool {
 				if err := decodeArgs(args, &p); err != nil {
 					return "", err
 				}
-				from, err := history.ParseBound(p.From)
-				if err != nil {
-					return "", fmt.Errorf("from: %w", err)
-				}
-				to, err := history.ParseBound(p.To)
-				if err != nil {
-					return "", fmt.Errorf("to: %w", err)
-				}
-				if m.cfg.History == nil {
-					return "", errors.New("the chat log is not available")
-				}
-				evs, truncated, _, err := m.cfg.History.Range(from, to, maxToolEvents)
+				evs, truncated, err := src.Range(ctx, p.From, p.To, maxToolEvents)
 				if err != nil {
 					return "", err
 				}
@@ -125,9 +133,7 @@ func (m *SessionManager) tools(turn string) []agent.Tool {
 				if err := decodeArgs(args, &p); err != nil {
 					return "", err
 				}
-				// This turn's own input would be the best match for
-				// every search it makes.
-				res, err := m.search(ctx, p.Query, index.Options{Limit: min(max(p.Limit, 1), maxToolHits), ExcludeTurn: turn})
+				res, err := src.SearchIndex(ctx, p.Query, index.Options{Limit: min(max(p.Limit, 1), maxToolHits), ExcludeTurn: turn})
 				if err != nil {
 					return "", err
 				}
@@ -197,10 +203,11 @@ func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) 
 // index cannot run is an error index.IsQueryError recognises. It reads the
 // index, not hub state, and stops when ctx ends.
 func (m *SessionManager) Search(ctx context.Context, query string, limit int) (SearchResult, error) {
-	return m.search(ctx, query, index.Options{Limit: limit})
+	return m.SearchIndex(ctx, query, index.Options{Limit: limit})
 }
 
-func (m *SessionManager) search(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
+// SearchIndex is Search with every option of the index (Now is set here).
+func (m *SessionManager) SearchIndex(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
 	if m.cfg.Index == nil {
 		return SearchResult{}, ErrNoIndex
 	}

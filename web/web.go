@@ -52,6 +52,8 @@ type Options struct {
 	// WS serves /ws; Messages serves POST /api/messages (nil: not mounted).
 	WS       http.Handler
 	Messages http.Handler
+	// MCP serves /mcp, the MCP streamable HTTP endpoint (nil: not mounted).
+	MCP http.Handler
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 }
@@ -159,6 +161,9 @@ func Handler(s Session, o Options) http.Handler {
 	g := &guard{o: o}
 	mux.Handle("/ws", g.protect(api))
 	mux.Handle("/api/", g.protect(api))
+	if o.MCP != nil {
+		mux.Handle("/mcp", g.protect(o.MCP))
+	}
 	return g.checkHost(mux)
 }
 
