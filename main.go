@@ -222,7 +222,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewServer(handler, web.ServerOptions{Logger: logger})
 
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"time"
@@ -111,6 +112,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close") // what is left of the body is never read
+			return httpjson.Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
 		}
 		return httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
 	}
