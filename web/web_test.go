@@ -158,6 +158,8 @@ func TestMessagesStatusCodes(t *testing.T) {
 		{"idempotent resend", "POST", `{"content":"hello","client_msg_id":"x"}`, json, 409, "busy"},
 		{"bad json", "POST", `{"content":`, json, 400, "bad_json"},
 		{"unknown field", "POST", `{"content":"a","colour":"red"}`, json, 400, "bad_json"},
+		{"trailing data", "POST", `{"content":"a"} {"content":"b"}`, json, 400, "bad_json"},
+		{"trailing garbage", "POST", `{"content":"a"}x`, json, 400, "bad_json"},
 		{"empty content", "POST", `{"content":""}`, json, 400, "empty_content"},
 		{"bad channel", "POST", `{"content":"a","channel":"Web Chat"}`, json, 400, "bad_channel"},
 		{"invalid utf-8", "POST", "{\"content\":\"\xff\"}", json, 400, "invalid_utf8"},

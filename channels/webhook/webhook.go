@@ -3,9 +3,7 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -14,11 +12,11 @@ import (
 	"regexp"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Session is the part of the hub the webhook uses.
@@ -119,14 +117,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		return httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
 	}
-	// encoding/json would quietly turn invalid UTF-8 into U+FFFD: refuse it instead.
-	if !utf8.Valid(body) {
-		return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
-	}
 	var req request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Unmarshal(body, &req); err != nil {
+		if errors.Is(err, strictjson.ErrInvalidUTF8) {
+			return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
+		}
 		return httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
 	}
 	if req.Channel == "" {

@@ -14,12 +14,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Session is the part of the hub the WebSocket channel uses.
@@ -280,13 +280,13 @@ func (cn *conn) read(ctx context.Context) {
 			cn.h.close(cn.c, cn.raw, websocket.StatusUnsupportedData, "binary frames are not supported")
 			return
 		}
-		if !utf8.Valid(b) {
-			cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
-			continue
-		}
 		var f clientFrame
-		if err := json.Unmarshal(b, &f); err != nil {
-			cn.replyError("bad_json", "frame is not a JSON object: "+err.Error(), "")
+		if err := strictjson.Unmarshal(b, &f); err != nil {
+			if errors.Is(err, strictjson.ErrInvalidUTF8) {
+				cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
+			} else {
+				cn.replyError("bad_json", "frame is not the expected JSON object: "+err.Error(), "")
+			}
 			continue
 		}
 		switch f.Type {

@@ -273,6 +273,8 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 		{"invalid utf-8", []byte("{\"type\":\"message\",\"content\":\"\xff\xfe\"}"), "invalid_utf8"},
 		{"malformed json", []byte(`{"type":`), "bad_json"},
 		{"not an object", []byte(`[1,2]`), "bad_json"},
+		{"unknown field", []byte(`{"type":"message","content":"hi","colour":"red"}`), "bad_json"},
+		{"trailing data", []byte(`{"type":"message","content":"hi"} {"type":"message","content":"again"}`), "bad_json"},
 		{"unknown type", []byte(`{"type":"dance"}`), "unknown_type"},
 		{"empty content", []byte(`{"type":"message","content":"  ","client_msg_id":"e-1"}`), "empty_content"},
 		{"unknown action", []byte(`{"type":"command","action":"explode"}`), "unknown_action"},
