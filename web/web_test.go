@@ -18,6 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
@@ -186,6 +187,23 @@ func TestMessagesStatusCodes(t *testing.T) {
 	defer sub.Close()
 	if len(snap.Replay) == 0 || !strings.Contains(string(snap.Replay[0].JSON), `"channel":"cron","from":"nightly","content":"hello"`) {
 		t.Fatalf("replay does not start with the webhook input: %v", snap.Replay)
+	}
+}
+
+// TestWebhookInputIsCleaned: control characters never reach the session
+// from this door (hub.Submit cleans input for every door).
+func TestWebhookInputIsCleaned(t *testing.T) {
+	e := start(t, web.Options{}, &agent.Demo{})
+	r := do(t, request(t, "POST", e.srv.URL+"/api/messages", `{"content":"\u001c\u001c/status","from":"cron\u001b[2J"}`, "Content-Type", "application/json"))
+	if r.status != 202 {
+		t.Fatalf("POST = %d %s", r.status, r.raw)
+	}
+	evs, err := e.hub.Recent(context.Background(), 20)
+	if err != nil || len(evs) == 0 || evs[0].Type != event.User {
+		t.Fatalf("recent: %v %v, want the input first", evs, err)
+	}
+	if got := string(evs[0].Data); !strings.Contains(got, `"from":"cron[2J","content":"/status"`) {
+		t.Fatalf("echo %s, want content /status from cron[2J", got)
 	}
 }
 

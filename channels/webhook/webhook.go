@@ -137,9 +137,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		in.Done = done
 	}
 	res, err := h.s.Submit(r.Context(), in)
+	var bad *hub.InputError
 	switch {
-	case errors.Is(err, hub.ErrEmpty):
-		return httpjson.Errorf(http.StatusBadRequest, "empty_content", "content is empty")
+	case errors.As(err, &bad):
+		return httpjson.Errorf(http.StatusBadRequest, bad.Code, bad.Message)
 	case errors.Is(err, hub.ErrClosed):
 		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
 	case err != nil:

@@ -305,9 +305,10 @@ func (cn *conn) submit(ctx context.Context, f clientFrame) {
 		Channel: event.ChannelWeb, Content: f.Content, ClientMsgID: f.ClientMsgID,
 		Notify: cn.reply,
 	})
+	var bad *hub.InputError
 	switch {
-	case errors.Is(err, hub.ErrEmpty):
-		cn.replyError("empty_content", "message content is empty", f.ClientMsgID)
+	case errors.As(err, &bad):
+		cn.replyError(bad.Code, bad.Message, f.ClientMsgID)
 		return
 	case err != nil:
 		cn.replyError("internal", "message not accepted: "+err.Error(), f.ClientMsgID)

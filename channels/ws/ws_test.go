@@ -303,6 +303,21 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 	}
 }
 
+// TestInputIsCleaned: control characters never reach the session from
+// this door (hub.Submit cleans input for every door).
+func TestInputIsCleaned(t *testing.T) {
+	s := start(t, hub.Config{}, ws.Options{}, &agent.Demo{})
+	cl := dial(t, s.url)
+	cl.join()
+	cl.say("\u001c\u001c/status", "c-1")
+	fs := cl.until(event.User)
+	var d event.UserData
+	decode(t, fs[len(fs)-1], &d)
+	if d.Content != "/status" {
+		t.Fatalf("echoed %q, want %q", d.Content, "/status")
+	}
+}
+
 func TestClosingFrames(t *testing.T) {
 	tests := []struct {
 		name   string

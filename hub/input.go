@@ -1,0 +1,68 @@
+package hub
+
+import (
+	"strings"
+	"unicode"
+)
+
+// InputError is why Submit refused an input before anything was recorded:
+// Code is a stable word for the wire (the WebSocket error frame, the
+// webhook's 400), Message a sentence for the sender. Compare with
+// errors.Is against the Err* values below.
+type InputError struct {
+	Code    string
+	Message string
+}
+
+func (e *InputError) Error() string { return e.Message }
+
+// Input errors. Every door gets them from Submit, so every door refuses
+// the same things in the same words.
+var (
+	// ErrEmpty rejects an input with no content (after cleaning).
+	ErrEmpty = &InputError{"empty_content", "content is empty"}
+)
+
+// clean is the one place that validates and cleans an input from any door
+// before the session sees it. Submit calls it on the caller's goroutine.
+//
+// Control characters are removed from the content, except newline and
+// tab: they are invisible in the UI, and in the terminal (and to the
+// model) they can move the cursor, rewrite what was printed or pass for
+// something else ("\x1c\x1c/status" reads as "/status"). From is one line
+// and keeps none. Invalid UTF-8 (the console and email doors may pass it
+// through) becomes U+FFFD.
+func clean(in Input) (Input, error) {
+	in.Content = stripControl(in.Content, true)
+	in.From = stripControl(in.From, false)
+	if strings.TrimSpace(in.Content) == "" {
+		return in, ErrEmpty
+	}
+	return in, nil
+}
+
+// stripControl returns s as valid UTF-8 without control characters (C0,
+// DEL, C1); multiline keeps newlines and tabs. s is returned as is when
+// there is nothing to remove, which is the common case.
+func stripControl(s string, multiline bool) string {
+	keep := func(r rune) bool {
+		return !unicode.IsControl(r) || (multiline && (r == '\n' || r == '\t'))
+	}
+	clean := true
+	for _, r := range s {
+		if r == unicode.ReplacementChar || !keep(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	// strings.Map turns each invalid byte into U+FFFD.
+	return strings.Map(func(r rune) rune {
+		if !keep(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
