@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 )
@@ -16,11 +17,18 @@ type InputError struct {
 
 func (e *InputError) Error() string { return e.Message }
 
+// MaxClientMsgIDBytes caps an input's client_msg_id. The session keeps
+// the ids it accepted and echoes them to every client; 256 bytes leaves
+// room for the email door's ids ("email:" and a Message-ID of up to 250).
+const MaxClientMsgIDBytes = 256
+
 // Input errors. Every door gets them from Submit, so every door refuses
 // the same things in the same words.
 var (
 	// ErrEmpty rejects an input with no content (after cleaning).
 	ErrEmpty = &InputError{"empty_content", "content is empty"}
+	// ErrClientMsgIDTooLong rejects a client_msg_id over MaxClientMsgIDBytes.
+	ErrClientMsgIDTooLong = &InputError{"bad_client_msg_id", fmt.Sprintf("client_msg_id is too long: use at most %d bytes", MaxClientMsgIDBytes)}
 )
 
 // clean is the one place that validates and cleans an input from any door
@@ -37,6 +45,9 @@ func clean(in Input) (Input, error) {
 	in.From = stripControl(in.From, false)
 	if strings.TrimSpace(in.Content) == "" {
 		return in, ErrEmpty
+	}
+	if len(in.ClientMsgID) > MaxClientMsgIDBytes {
+		return in, ErrClientMsgIDTooLong
 	}
 	return in, nil
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -27,6 +28,9 @@ func TestCleanInput(t *testing.T) {
 		{"from is one line", Input{Channel: "webhook", From: "ann\n\x1b[31mroot\t", Content: "hi"}, "hi", "ann[31mroot", nil},
 		{"only control characters", Input{Channel: "web", Content: "\x1c\x1c\x00"}, "", "", ErrEmpty},
 		{"only white space", Input{Channel: "web", Content: " \n\t "}, "", "", ErrEmpty},
+		{"longest client_msg_id", Input{Channel: "web", Content: "hi", ClientMsgID: strings.Repeat("i", MaxClientMsgIDBytes)}, "hi", "", nil},
+		{"client_msg_id too long", Input{Channel: "web", Content: "hi", ClientMsgID: strings.Repeat("i", MaxClientMsgIDBytes+1)}, "", "", ErrClientMsgIDTooLong},
+		{"60,000-byte client_msg_id", Input{Channel: "web", Content: "hi", ClientMsgID: strings.Repeat("i", 60000)}, "", "", ErrClientMsgIDTooLong},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -162,6 +162,7 @@ func TestMessagesStatusCodes(t *testing.T) {
 		{"trailing data", "POST", `{"content":"a"} {"content":"b"}`, json, 400, "bad_json"},
 		{"trailing garbage", "POST", `{"content":"a"}x`, json, 400, "bad_json"},
 		{"empty content", "POST", `{"content":""}`, json, 400, "empty_content"},
+		{"client_msg_id too long", "POST", `{"content":"a","client_msg_id":"` + strings.Repeat("i", 300) + `"}`, json, 400, "bad_client_msg_id"},
 		{"bad channel", "POST", `{"content":"a","channel":"Web Chat"}`, json, 400, "bad_channel"},
 		{"invalid utf-8", "POST", "{\"content\":\"\xff\"}", json, 400, "invalid_utf8"},
 		{"too large", "POST", `{"content":"` + strings.Repeat("x", 2000) + `"}`, json, 413, "too_large"},

@@ -278,6 +278,7 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 		{"unknown type", []byte(`{"type":"dance"}`), "unknown_type"},
 		{"empty content", []byte(`{"type":"message","content":"  ","client_msg_id":"e-1"}`), "empty_content"},
 		{"unknown action", []byte(`{"type":"command","action":"explode"}`), "unknown_action"},
+		{"client_msg_id too long", []byte(`{"type":"message","content":"hi","client_msg_id":"` + strings.Repeat("i", 900) + `"}`), "bad_client_msg_id"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
