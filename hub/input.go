@@ -2,8 +2,12 @@ package hub
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/frontdesk-hq/frontdesk/event"
 )
 
 // InputError is why Submit refused an input before anything was recorded:
@@ -27,6 +31,12 @@ const MaxClientMsgIDBytes = 256
 var (
 	// ErrEmpty rejects an input with no content (after cleaning).
 	ErrEmpty = &InputError{"empty_content", "content is empty"}
+	// ErrBadChannel rejects a channel name that is not a short lower-case word.
+	ErrBadChannel = &InputError{"bad_channel", "channel must match ^[a-z][a-z0-9-]{0,31}$"}
+	// ErrReservedChannel rejects a caller-chosen channel that names a
+	// built-in door (see CheckCallerChannel).
+	ErrReservedChannel = &InputError{"reserved_channel", "channel names web, console, email, schedule and mcp belong to frontdesk's own doors; " +
+		"name your source (e.g. \"cron\" or \"mail-bridge\") or leave channel out for \"webhook\""}
 	// ErrClientMsgIDTooLong rejects a client_msg_id over MaxClientMsgIDBytes.
 	ErrClientMsgIDTooLong = &InputError{"bad_client_msg_id", fmt.Sprintf("client_msg_id is too long: use at most %d bytes", MaxClientMsgIDBytes)}
 )
@@ -49,7 +59,31 @@ func clean(in Input) (Input, error) {
 	if len(in.ClientMsgID) > MaxClientMsgIDBytes {
 		return in, ErrClientMsgIDTooLong
 	}
+	if !channelName.MatchString(in.Channel) {
+		return in, ErrBadChannel
+	}
 	return in, nil
+}
+
+var channelName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// reservedChannels belong to the built-in doors: every client and the
+// model read the channel as where an input came from, so a caller must not
+// be able to pass a webhook post off as an email or a typed line.
+var reservedChannels = []string{event.ChannelWeb, event.ChannelConsole, event.ChannelEmail, event.ChannelSchedule, event.ChannelMCP}
+
+// CheckCallerChannel checks a channel name chosen by the caller rather
+// than by the door (the webhook's "channel" field): a short lower-case
+// word (ErrBadChannel) that is not a built-in door's (ErrReservedChannel).
+// Doors that name their own channel need not call it.
+func CheckCallerChannel(name string) error {
+	if !channelName.MatchString(name) {
+		return ErrBadChannel
+	}
+	if slices.Contains(reservedChannels, name) {
+		return ErrReservedChannel
+	}
+	return nil
 }
 
 // stripControl returns s as valid UTF-8 without control characters (C0,

@@ -30,6 +30,8 @@ func TestCleanInput(t *testing.T) {
 		{"only white space", Input{Channel: "web", Content: " \n\t "}, "", "", ErrEmpty},
 		{"longest client_msg_id", Input{Channel: "web", Content: "hi", ClientMsgID: strings.Repeat("i", MaxClientMsgIDBytes)}, "hi", "", nil},
 		{"client_msg_id too long", Input{Channel: "web", Content: "hi", ClientMsgID: strings.Repeat("i", MaxClientMsgIDBytes+1)}, "", "", ErrClientMsgIDTooLong},
+		{"bad channel name", Input{Channel: "Web Chat", Content: "hi"}, "", "", ErrBadChannel},
+		{"no channel", Input{Content: "hi"}, "", "", ErrBadChannel},
 		{"60,000-byte client_msg_id", Input{Channel: "web", Content: "hi", ClientMsgID: strings.Repeat("i", 60000)}, "", "", ErrClientMsgIDTooLong},
 	}
 	for _, tc := range tests {
@@ -45,6 +47,30 @@ func TestCleanInput(t *testing.T) {
 				t.Fatalf("got content %q from %q, want %q from %q", got.Content, got.From, tc.wantContent, tc.wantFrom)
 			}
 		})
+	}
+}
+
+func TestCheckCallerChannel(t *testing.T) {
+	tests := []struct {
+		name string
+		want error
+	}{
+		{"webhook", nil},
+		{"cron", nil},
+		{"mail-bridge", nil},
+		{"web", ErrReservedChannel},
+		{"console", ErrReservedChannel},
+		{"email", ErrReservedChannel},
+		{"schedule", ErrReservedChannel},
+		{"mcp", ErrReservedChannel},
+		{"Email", ErrBadChannel},
+		{"", ErrBadChannel},
+		{"e mail", ErrBadChannel},
+	}
+	for _, tc := range tests {
+		if err := CheckCallerChannel(tc.name); !errors.Is(err, tc.want) {
+			t.Errorf("CheckCallerChannel(%q) = %v, want %v", tc.name, err, tc.want)
+		}
 	}
 }
 

@@ -164,6 +164,8 @@ func TestMessagesStatusCodes(t *testing.T) {
 		{"empty content", "POST", `{"content":""}`, json, 400, "empty_content"},
 		{"client_msg_id too long", "POST", `{"content":"a","client_msg_id":"` + strings.Repeat("i", 300) + `"}`, json, 400, "bad_client_msg_id"},
 		{"bad channel", "POST", `{"content":"a","channel":"Web Chat"}`, json, 400, "bad_channel"},
+		{"posing as email", "POST", `{"content":"a","channel":"email","from":"ceo@example.com"}`, json, 400, "reserved_channel"},
+		{"posing as the web UI", "POST", `{"content":"a","channel":"web"}`, json, 400, "reserved_channel"},
 		{"invalid utf-8", "POST", "{\"content\":\"\xff\"}", json, 400, "invalid_utf8"},
 		{"too large", "POST", `{"content":"` + strings.Repeat("x", 2000) + `"}`, json, 413, "too_large"},
 		{"not json", "POST", `content=hi`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"},

@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -25,8 +24,6 @@ type Session interface {
 }
 
 var _ Session = (*hub.SessionManager)(nil)
-
-var channelName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // Handler serves POST /api/messages. Auth is checked in front of it.
 type Handler struct {
@@ -93,6 +90,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// apiError maps the hub's refusals to API errors.
+func apiError(err error) error {
+	var bad *hub.InputError
+	switch {
+	case errors.As(err, &bad):
+		return httpjson.Errorf(http.StatusBadRequest, bad.Code, bad.Message)
+	case errors.Is(err, hub.ErrClosed):
+		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	}
+	return err
+}
+
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -127,8 +136,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if req.Channel == "" {
 		req.Channel = event.ChannelWebhook
 	}
-	if !channelName.MatchString(req.Channel) {
-		return httpjson.Errorf(http.StatusBadRequest, "bad_channel", "channel must match ^[a-z][a-z0-9-]{0,31}$")
+	if err := hub.CheckCallerChannel(req.Channel); err != nil {
+		return apiError(err)
 	}
 	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID}
 	var done chan hub.TurnOutcome
@@ -137,14 +146,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		in.Done = done
 	}
 	res, err := h.s.Submit(r.Context(), in)
-	var bad *hub.InputError
-	switch {
-	case errors.As(err, &bad):
-		return httpjson.Errorf(http.StatusBadRequest, bad.Code, bad.Message)
-	case errors.Is(err, hub.ErrClosed):
-		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	case err != nil:
-		return err
+	if err != nil {
+		return apiError(err)
 	}
 	if res.Outcome == hub.Rejected {
 		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}
