@@ -256,6 +256,7 @@ func TestRunSubcommands(t *testing.T) {
 		{"version", []string{"version"}, "frontdesk dev", ""},
 		{"check-config defaults", []string{"check-config", "-config", "config.yaml"}, "config ok", ""},
 		{"check-config bad value", []string{"check-config", "-config", bad}, "", "session.busy_policy"},
+		{"check-config port out of range", []string{"check-config", "-config", "config.yaml", "-addr", "127.0.0.1:99999"}, "", "server.addr"},
 		{"missing config file", []string{"check-config", "-config", filepath.Join(dir, "none.yaml")}, "", "no such file"},
 		{"bad flag", []string{"-nope"}, "", "flag provided but not defined"},
 		{"stray argument", []string{"serve"}, "", `unexpected argument "serve"`},

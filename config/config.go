@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -397,8 +398,10 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir", "must not be empty; the default is \"data\"")
 	}
-	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+	if _, port, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		bad("server.addr", "%q is not HOST:PORT (for example 127.0.0.1:8080)", c.Server.Addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("server.addr", "port %q is not a port number from 0 to 65535 (0 picks a free one); for example 127.0.0.1:8080", port)
 	}
 	if c.Server.MaxMessageBytes < 1024 {
 		bad("server.max_message_bytes", "%d is too small; use at least 1024 (default 65536)", c.Server.MaxMessageBytes)

@@ -79,6 +79,10 @@ func TestValidate(t *testing.T) {
 		key    string
 	}{
 		{"bad addr", func(c *Config) { c.Server.Addr = "8080" }, "server.addr"},
+		{"port out of range", func(c *Config) { c.Server.Addr = "127.0.0.1:99999" }, "server.addr"},
+		{"negative port", func(c *Config) { c.Server.Addr = "127.0.0.1:-1" }, "server.addr"},
+		{"port by name", func(c *Config) { c.Server.Addr = "127.0.0.1:http" }, "server.addr"},
+		{"no port", func(c *Config) { c.Server.Addr = "127.0.0.1:" }, "server.addr"},
 		{"small frames", func(c *Config) { c.Server.MaxMessageBytes = 10 }, "server.max_message_bytes"},
 		{"bad policy", func(c *Config) { c.Session.BusyPolicy = "drop" }, "session.busy_policy"},
 		{"bad fsync", func(c *Config) { c.Session.Fsync = "sometimes" }, "session.fsync"},
@@ -132,6 +136,16 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+func TestValidateAddr(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:0", "[::1]:1", ":8080", "0.0.0.0:65535", "localhost:443"} {
+		c := Defaults()
+		c.Server.Addr = addr
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(addr %q) = %v, want nil", addr, err)
+		}
 	}
 }
 
