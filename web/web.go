@@ -312,10 +312,13 @@ func (g *guard) originAllowed(origin, host string) bool {
 	return strings.EqualFold(u.Host, host)
 }
 
+// tokenOK reports whether r carries the token: in an Authorization header
+// with the Bearer scheme (in any case, as RFC 7235 has it), or else in the
+// token query parameter.
 func tokenOK(r *http.Request, want string) bool {
 	got := ""
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		got = strings.TrimPrefix(h, "Bearer ")
+	if scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		got = strings.TrimLeft(cred, " ")
 	} else {
 		got = r.URL.Query().Get("token")
 	}
