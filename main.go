@@ -83,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
+	if err := cfg.CheckAuthToken(getenv); err != nil {
+		return err
+	}
 	token := cfg.AuthTokenValue(getenv)
 	if err := checkExposure(cfg.Server.Addr, token, cfg.Server.AuthTokenEnv); err != nil {
 		return err

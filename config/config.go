@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -388,6 +390,42 @@ func (c *Config) AuthTokenValue(getenv func(string) string) string {
 	return c.Server.AuthToken
 }
 
+// MinAuthTokenChars is the shortest auth token accepted. A token unlocks
+// listening beyond loopback, so a short or blank one must not pass.
+const MinAuthTokenChars = 16
+
+// CheckAuthToken checks the effective auth token (see AuthTokenValue): none
+// at all is fine (loopback only, see main), but one that is set must be at
+// least MinAuthTokenChars characters with no white space around it and no
+// control characters. The error names where the token came from.
+func (c *Config) CheckAuthToken(getenv func(string) string) error {
+	source := "server.auth_token"
+	if c.Server.AuthTokenEnv != "" && getenv(c.Server.AuthTokenEnv) != "" {
+		source = "the " + c.Server.AuthTokenEnv + " environment variable"
+	}
+	if err := checkToken(c.AuthTokenValue(getenv)); err != nil {
+		return fmt.Errorf("auth token from %s: %w", source, err)
+	}
+	return nil
+}
+
+func checkToken(tok string) error {
+	if tok == "" {
+		return nil
+	}
+	const fix = "; make one with: openssl rand -hex 16"
+	if strings.TrimSpace(tok) != tok {
+		return errors.New("it has white space at its start or end (a blank token is no token)" + fix)
+	}
+	if strings.ContainsFunc(tok, unicode.IsControl) {
+		return errors.New("it contains control characters" + fix)
+	}
+	if n := utf8.RuneCountInString(tok); n < MinAuthTokenChars {
+		return fmt.Errorf("it is %d characters long; use at least %d%s", n, MinAuthTokenChars, fix)
+	}
+	return nil
+}
+
 // Validate checks every key and returns all problems at once, each naming
 // the key and how to fix it.
 func (c *Config) Validate() error {
@@ -402,6 +440,9 @@ func (c *Config) Validate() error {
 		bad("server.addr", "%q is not HOST:PORT (for example 127.0.0.1:8080)", c.Server.Addr)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		bad("server.addr", "port %q is not a port number from 0 to 65535 (0 picks a free one); for example 127.0.0.1:8080", port)
+	}
+	if err := checkToken(c.Server.AuthToken); err != nil {
+		bad("server.auth_token", "%v", err)
 	}
 	if c.Server.MaxMessageBytes < 1024 {
 		bad("server.max_message_bytes", "%d is too small; use at least 1024 (default 65536)", c.Server.MaxMessageBytes)
