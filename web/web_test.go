@@ -210,6 +210,35 @@ func TestWebhookInputIsCleaned(t *testing.T) {
 	}
 }
 
+// TestHistoryRangeFromZero: from=0 means from the start, as a client that
+// has seen nothing (last seq 0) would naturally ask.
+func TestHistoryRangeFromZero(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chat_history.ndjson")
+	lg, err := history.Open(history.Options{Path: path, RotateMB: 5, Fsync: "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, History: history.NewReader(path)}, lg, &agent.Demo{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	srv := httptest.NewServer(web.Handler(m, web.Options{WS: ws.New(m, ws.Options{})}))
+	defer func() { cancel(); <-done; srv.Close(); lg.Close() }()
+	out := make(chan hub.TurnOutcome, 1)
+	if _, err := m.Submit(context.Background(), hub.Input{Channel: event.ChannelWebhook, Content: "hello", Done: out}); err != nil {
+		t.Fatal(err)
+	}
+	<-out
+	for _, q := range []string{"from=0", "from=0&to=0", "from=1"} {
+		r := do(t, request(t, "GET", srv.URL+"/api/history/range?"+q, ""))
+		evs, _ := r.body["events"].([]any)
+		if r.status != 200 || len(evs) == 0 {
+			t.Errorf("range?%s = %d %s, want 200 with the whole history", q, r.status, r.raw)
+		}
+	}
+}
+
 func TestTokenRequired(t *testing.T) {
 	e := start(t, web.Options{Token: "s3cret"}, &agent.Demo{})
 	wsURL := "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/ws"
