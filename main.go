@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	// Logs go through a sink the console can point at its prompt-aware writer.
 	logs := console.NewLogSink(stderr)
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := setupLogging(cfg, getenv, logs)
 	return serve(ctx, cfg, token, logger, logs, stdin, stdout, getenv)
 }
 

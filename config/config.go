@@ -35,6 +35,18 @@ type Config struct {
 	Agent    Agent    `yaml:"agent"`
 	Memory   Memory   `yaml:"memory"`
 	Channels Channels `yaml:"channels"`
+	Log      Log      `yaml:"log"`
+}
+
+// Log configures frontdesk's own log: every line goes through one slog
+// handler to stderr (through the console prompt when the REPL runs).
+type Log struct {
+	// Format is text (key=value lines) or json (one object per line).
+	// Default text.
+	Format string `yaml:"format"`
+	// Level is the least severe level written: debug, info, warn or error.
+	// Default info.
+	Level string `yaml:"level"`
 }
 
 // Server configures the HTTP listener, auth and WebSocket limits.
@@ -278,6 +290,7 @@ func Defaults() Config {
 				SMTP: SMTP{TLS: "starttls", PasswordEnv: "FRONTDESK_SMTP_PASSWORD"},
 			},
 		},
+		Log: Log{Format: "text", Level: "info"},
 	}
 }
 
@@ -536,6 +549,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
+	oneOf(bad, "log.format", c.Log.Format, "text", "json")
+	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	c.validateEmail(bad, envName)
 	return errors.Join(errs...)
 }

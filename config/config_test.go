@@ -128,6 +128,9 @@ func TestValidate(t *testing.T) {
 		{"email poll interval", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PollIntervalSec = 0 }, "channels.email.imap.poll_interval_sec"},
 		{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
+		{"log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"},
+		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
+		{"log level case", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -215,5 +216,20 @@ func TestReadTimeoutSparesWebSockets(t *testing.T) {
 		}
 		sawReply = sawReply || strings.Contains(string(b), `"content":"reply to take your time"`)
 		sawError = sawError || strings.Contains(string(b), `"code":"not_busy"`)
+	}
+}
+
+// TestNewServerLogsThroughSlog: net/http's own messages (a panicking
+// handler, accept errors) go to the server's slog logger, not to the
+// standard logger.
+func TestNewServerLogsThroughSlog(t *testing.T) {
+	var buf strings.Builder
+	srv := web.NewServer(http.NotFoundHandler(), web.ServerOptions{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if srv.ErrorLog == nil {
+		t.Fatal("ErrorLog is nil: net/http would write to the standard logger")
+	}
+	srv.ErrorLog.Printf("http: panic serving 127.0.0.1:1: boom")
+	if got := buf.String(); !strings.Contains(got, `"level":"WARN","msg":"http: panic serving 127.0.0.1:1: boom"`) {
+		t.Fatalf("logged %q, want a WARN record from slog", got)
 	}
 }
