@@ -88,6 +88,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
+	if err := cfg.CheckAuthToken(getenv); err != nil {
+		return err
+	}
 	token := cfg.AuthTokenValue(getenv)
 	if err := checkExposure(cfg.Server.Addr, token, cfg.Server.AuthTokenEnv); err != nil {
 		return err
@@ -97,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	// Logs go through a sink the console can point at its prompt-aware writer.
 	logs := console.NewLogSink(stderr)
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := setupLogging(cfg, getenv, logs)
 	return serve(ctx, cfg, token, logger, logs, stdin, stdout, getenv)
 }
 
@@ -245,7 +248,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := web.NewServer(handler, web.ServerOptions{Logger: logger})
 
 	// The index follows the log on its own goroutine; it stops last, after
 	// the hub has appended its final events.
@@ -308,34 +311,45 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 
 	// Shutdown order: stop taking input (the hub stops: inputs get
 	// ErrClosed, the running turn ends interrupted, the log is synced, every
-	// WebSocket is closed with 1001), then drain HTTP, then close the log.
-	deadline, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-	defer cancel()
+	// WebSocket is told 1001), then drain HTTP and the WebSockets, then
+	// close the log. DESIGN promises an exit within 5 s of the signal: each
+	// phase has its own slice of that, so one stuck part (a mail server, a
+	// client that does not read) cannot starve the ones after it.
+	start := time.Now()
+	phase := func(until time.Duration) (context.Context, context.CancelFunc) {
+		return context.WithDeadline(context.Background(), start.Add(until))
+	}
+	inputs, cancelInputs := phase(shutdownInputs)
+	defer cancelInputs()
 	stopConsole()
 	select { // the REPL restores the terminal before anything else
 	case <-consoleDone:
-	case <-deadline.Done():
+	case <-inputs.Done():
 	}
 	stopEmail()
 	select { // before the hub: no mail goes into a stopping session
 	case <-emailDone:
-	case <-deadline.Done():
+	case <-inputs.Done():
 		logger.Error("email channel did not stop in time")
 	}
+	session, cancelSession := phase(shutdownSession)
+	defer cancelSession()
 	stopHub()
 	select {
 	case err := <-hubErr:
 		if err != nil && runErr == nil {
 			runErr = err
 		}
-	case <-deadline.Done():
+	case <-session.Done():
 		logger.Error("session hub did not stop in time")
 	}
-	if err := srv.Shutdown(deadline); err != nil {
+	clients, cancelClients := phase(shutdownClients)
+	defer cancelClients()
+	if err := srv.Shutdown(clients); err != nil {
 		logger.Warn("http shutdown", "err", err)
 		srv.Close()
 	}
-	if err := wsHandler.Wait(deadline); err != nil {
+	if err := wsHandler.Shutdown(clients); err != nil {
 		logger.Warn("websocket clients did not close in time")
 	}
 	if err := log.Close(); err != nil && runErr == nil {
@@ -343,6 +357,15 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	}
 	return runErr
 }
+
+// Shutdown phases, each ending this long after the signal. The last leaves
+// room within DESIGN's 5 s for closing the chat log and exiting. The hub's
+// slice covers its own 2 s wait for the agent to stop.
+const (
+	shutdownInputs  = 1500 * time.Millisecond // console and email stop taking input
+	shutdownSession = 3500 * time.Millisecond // the hub ends the turn, syncs the log
+	shutdownClients = 4250 * time.Millisecond // HTTP requests and WebSockets end
+)
 
 func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger) (agent.Agent, error) {
 	switch a := cfg.Agent; a.Backend {

@@ -237,9 +237,45 @@ func TestRefusesPublicAddressWithoutToken(t *testing.T) {
 		t.Fatalf("message does not name the token variable: %s", stderr.String())
 	}
 	// With a token it starts.
-	p := startBinary(t, t.TempDir(), []string{"FRONTDESK_AUTH_TOKEN=abc"}, "-addr", "0.0.0.0:0", "-data", "d")
+	p := startBinary(t, t.TempDir(), []string{"FRONTDESK_AUTH_TOKEN=4f9c2a7e1b3d5f60a8"}, "-addr", "0.0.0.0:0", "-data", "d")
 	if _, err := p.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("exit: %v\n%s", err, p.stderr)
+	}
+}
+
+// TestRefusesWeakToken: a blank or short token is a start-up error, also
+// on loopback, and it never unlocks a public address.
+func TestRefusesWeakToken(t *testing.T) {
+	tests := []struct {
+		name, token, addr string
+		wantErr           string
+	}{
+		{"white space only, public", "                ", "0.0.0.0:0", "white space"},
+		{"white space only, loopback", "   ", "127.0.0.1:0", "white space"},
+		{"short, public", "abc", "0.0.0.0:0", "at least 16"},
+		{"long enough, public", "4f9c2a7e1b3d5f60a8", "0.0.0.0:0", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			getenv := func(k string) string {
+				if k == "FRONTDESK_AUTH_TOKEN" {
+					return tc.token
+				}
+				return ""
+			}
+			err := run(context.Background(), []string{"frontdesk", "check-config", "-config", "config.yaml", "-addr", tc.addr}, getenv,
+				strings.NewReader(""), &stdout, &stderr)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("err %v, want none", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "FRONTDESK_AUTH_TOKEN") {
+				t.Fatalf("err %v, want one naming FRONTDESK_AUTH_TOKEN and saying %q", err, tc.wantErr)
+			}
+		})
 	}
 }
 
@@ -256,6 +292,7 @@ func TestRunSubcommands(t *testing.T) {
 		{"version", []string{"version"}, "frontdesk dev", ""},
 		{"check-config defaults", []string{"check-config", "-config", "config.yaml"}, "config ok", ""},
 		{"check-config bad value", []string{"check-config", "-config", bad}, "", "session.busy_policy"},
+		{"check-config port out of range", []string{"check-config", "-config", "config.yaml", "-addr", "127.0.0.1:99999"}, "", "server.addr"},
 		{"missing config file", []string{"check-config", "-config", filepath.Join(dir, "none.yaml")}, "", "no such file"},
 		{"bad flag", []string{"-nope"}, "", "flag provided but not defined"},
 		{"stray argument", []string{"serve"}, "", `unexpected argument "serve"`},

@@ -17,7 +17,10 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -33,6 +36,7 @@ type Config struct {
 	Memory   Memory   `yaml:"memory"`
 	Channels Channels `yaml:"channels"`
 	MCP      MCP      `yaml:"mcp"`
+	Log      Log      `yaml:"log"`
 }
 
 // MCP configures the Model Context Protocol server (the history tools at
@@ -46,6 +50,17 @@ type MCP struct {
 	// shared conversation (channel "mcp") and returns the reply. Default
 	// false; it needs Serve.
 	ServeSend bool `yaml:"serve_send"`
+}
+
+// Log configures frontdesk's own log: every line goes through one slog
+// handler to stderr (through the console prompt when the REPL runs).
+type Log struct {
+	// Format is text (key=value lines) or json (one object per line).
+	// Default text.
+	Format string `yaml:"format"`
+	// Level is the least severe level written: debug, info, warn or error.
+	// Default info.
+	Level string `yaml:"level"`
 }
 
 // Server configures the HTTP listener, auth and WebSocket limits.
@@ -289,6 +304,7 @@ func Defaults() Config {
 				SMTP: SMTP{TLS: "starttls", PasswordEnv: "FRONTDESK_SMTP_PASSWORD"},
 			},
 		},
+		Log: Log{Format: "text", Level: "info"},
 	}
 }
 
@@ -401,6 +417,42 @@ func (c *Config) AuthTokenValue(getenv func(string) string) string {
 	return c.Server.AuthToken
 }
 
+// MinAuthTokenChars is the shortest auth token accepted. A token unlocks
+// listening beyond loopback, so a short or blank one must not pass.
+const MinAuthTokenChars = 16
+
+// CheckAuthToken checks the effective auth token (see AuthTokenValue): none
+// at all is fine (loopback only, see main), but one that is set must be at
+// least MinAuthTokenChars characters with no white space around it and no
+// control characters. The error names where the token came from.
+func (c *Config) CheckAuthToken(getenv func(string) string) error {
+	source := "server.auth_token"
+	if c.Server.AuthTokenEnv != "" && getenv(c.Server.AuthTokenEnv) != "" {
+		source = "the " + c.Server.AuthTokenEnv + " environment variable"
+	}
+	if err := checkToken(c.AuthTokenValue(getenv)); err != nil {
+		return fmt.Errorf("auth token from %s: %w", source, err)
+	}
+	return nil
+}
+
+func checkToken(tok string) error {
+	if tok == "" {
+		return nil
+	}
+	const fix = "; make one with: openssl rand -hex 16"
+	if strings.TrimSpace(tok) != tok {
+		return errors.New("it has white space at its start or end (a blank token is no token)" + fix)
+	}
+	if strings.ContainsFunc(tok, unicode.IsControl) {
+		return errors.New("it contains control characters" + fix)
+	}
+	if n := utf8.RuneCountInString(tok); n < MinAuthTokenChars {
+		return fmt.Errorf("it is %d characters long; use at least %d%s", n, MinAuthTokenChars, fix)
+	}
+	return nil
+}
+
 // Validate checks every key and returns all problems at once, each naming
 // the key and how to fix it.
 func (c *Config) Validate() error {
@@ -411,8 +463,13 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir", "must not be empty; the default is \"data\"")
 	}
-	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+	if _, port, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		bad("server.addr", "%q is not HOST:PORT (for example 127.0.0.1:8080)", c.Server.Addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("server.addr", "port %q is not a port number from 0 to 65535 (0 picks a free one); for example 127.0.0.1:8080", port)
+	}
+	if err := checkToken(c.Server.AuthToken); err != nil {
+		bad("server.auth_token", "%v", err)
 	}
 	if c.Server.MaxMessageBytes < 1024 {
 		bad("server.max_message_bytes", "%d is too small; use at least 1024 (default 65536)", c.Server.MaxMessageBytes)
@@ -506,6 +563,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
+	oneOf(bad, "log.format", c.Log.Format, "text", "json")
+	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	c.validateEmail(bad, envName)
 	if c.MCP.ServeSend && !c.MCP.Serve {
 		bad("mcp.serve_send", "needs mcp.serve: true (send_message is a tool of the /mcp server)")

@@ -79,6 +79,12 @@ func TestValidate(t *testing.T) {
 		key    string
 	}{
 		{"bad addr", func(c *Config) { c.Server.Addr = "8080" }, "server.addr"},
+		{"short auth token", func(c *Config) { c.Server.AuthToken = "s3cret" }, "server.auth_token"},
+		{"blank auth token", func(c *Config) { c.Server.AuthToken = "                    " }, "server.auth_token"},
+		{"port out of range", func(c *Config) { c.Server.Addr = "127.0.0.1:99999" }, "server.addr"},
+		{"negative port", func(c *Config) { c.Server.Addr = "127.0.0.1:-1" }, "server.addr"},
+		{"port by name", func(c *Config) { c.Server.Addr = "127.0.0.1:http" }, "server.addr"},
+		{"no port", func(c *Config) { c.Server.Addr = "127.0.0.1:" }, "server.addr"},
 		{"small frames", func(c *Config) { c.Server.MaxMessageBytes = 10 }, "server.max_message_bytes"},
 		{"bad policy", func(c *Config) { c.Session.BusyPolicy = "drop" }, "session.busy_policy"},
 		{"bad fsync", func(c *Config) { c.Session.Fsync = "sometimes" }, "session.fsync"},
@@ -122,6 +128,9 @@ func TestValidate(t *testing.T) {
 		{"email poll interval", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PollIntervalSec = 0 }, "channels.email.imap.poll_interval_sec"},
 		{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
+		{"log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"},
+		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
+		{"log level case", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,6 +141,16 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.key)
 			}
 		})
+	}
+}
+
+func TestValidateAddr(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:0", "[::1]:1", ":8080", "0.0.0.0:65535", "localhost:443"} {
+		c := Defaults()
+		c.Server.Addr = addr
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(addr %q) = %v, want nil", addr, err)
+		}
 	}
 }
 
@@ -191,6 +210,54 @@ func TestResolveDerivesPathsFromDataDir(t *testing.T) {
 	c.Resolve()
 	if c.Session.ChatLogPath != "logs/chat.ndjson" {
 		t.Fatalf("explicit path replaced: %q", c.Session.ChatLogPath)
+	}
+}
+
+func TestCheckAuthToken(t *testing.T) {
+	const good = "4f9c2a7e1b3d5f60"
+	tests := []struct {
+		name, file, env string
+		want            []string // in the error; nil: no error
+	}{
+		{"no token", "", "", nil},
+		{"16 characters", "", good, nil},
+		{"from the file", good + good, "", nil},
+		{"16 characters not bytes", "", "éééééééééééééééé", nil},
+		{"white space only", "", "                    ", []string{"FRONTDESK_AUTH_TOKEN", "white space"}},
+		{"tab only", "", "\t", []string{"FRONTDESK_AUTH_TOKEN", "white space"}},
+		{"trailing newline", "", good + "\n", []string{"FRONTDESK_AUTH_TOKEN", "white space"}},
+		{"leading space", "", " " + good, []string{"white space"}},
+		{"too short", "", "abc", []string{"FRONTDESK_AUTH_TOKEN", "3 characters", "at least 16", "openssl rand -hex 16"}},
+		{"15 characters", "", good[:15], []string{"15 characters"}},
+		{"control character", "", good + "\x00", []string{"control"}},
+		{"short in the file", "abc", "", []string{"server.auth_token", "at least 16"}},
+		{"the variable wins over the file", "abc", good, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			c.Server.AuthToken = tc.file
+			err := c.CheckAuthToken(func(k string) string {
+				if k == "FRONTDESK_AUTH_TOKEN" {
+					return tc.env
+				}
+				return ""
+			})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("err = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
 	}
 }
 

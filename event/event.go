@@ -39,12 +39,14 @@ func (t Type) Persisted() bool {
 }
 
 // Channels an input can come from. Webhook callers may name their own
-// channel (see ValidChannel).
+// channel, but not one of the built-in doors' (see hub.CheckCallerChannel).
 const (
-	ChannelWeb     = "web"
-	ChannelConsole = "console"
-	ChannelEmail   = "email"
-	ChannelWebhook = "webhook"
+	ChannelWeb      = "web"
+	ChannelConsole  = "console"
+	ChannelEmail    = "email"
+	ChannelWebhook  = "webhook"
+	ChannelSchedule = "schedule" // planned: fired schedules
+	ChannelMCP      = "mcp"      // the MCP server's send_message tool
 )
 
 // Turn end statuses.

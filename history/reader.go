@@ -233,9 +233,9 @@ func (b Bound) String() string {
 	return ""
 }
 
-// ParseBound parses a Range bound: a seq number ("123", at least 1) or an
-// RFC 3339 time ("2026-11-22T10:00:00Z", fraction optional). An empty (or
-// blank) string is the open bound.
+// ParseBound parses a Range bound: a seq number ("123") or an RFC 3339
+// time ("2026-11-22T10:00:00Z", fraction optional). An empty (or blank)
+// string and seq 0 (from=0: from the start) are the open bound.
 func ParseBound(s string) (Bound, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -243,8 +243,8 @@ func ParseBound(s string) (Bound, error) {
 	}
 	if strings.Trim(s, "0123456789") == "" {
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 1 {
-			return Bound{}, fmt.Errorf("seq %s out of range: want 1 to %d", s, int64(math.MaxInt64))
+		if err != nil {
+			return Bound{}, fmt.Errorf("seq %s out of range: want 0 to %d", s, int64(math.MaxInt64))
 		}
 		return Bound{Seq: n}, nil
 	}

@@ -38,8 +38,6 @@ var (
 	ErrClosed = errors.New("session is shutting down")
 	// ErrSlowConsumer is why a subscriber whose queue filled was dropped.
 	ErrSlowConsumer = errors.New("slow consumer")
-	// ErrEmpty rejects an input with no content.
-	ErrEmpty = errors.New("content is empty")
 	// ErrQueueFull rejects a patient input when too many already wait.
 	ErrQueueFull = errors.New("too many messages are waiting; try again later")
 )
@@ -574,9 +572,15 @@ func call[T any](ctx context.Context, m *SessionManager, c any, reply chan T) (T
 }
 
 // Submit offers a user input to the session. See Outcome for the results;
-// an error means the input was not accepted (ErrEmpty, ErrClosed, a chat
-// log failure) and nothing was recorded.
+// an error means the input was not accepted (an *InputError such as
+// ErrEmpty, ErrClosed, a chat log failure) and nothing was recorded. The
+// input is cleaned first (see clean): what is echoed and run may differ
+// from what the door passed in.
 func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
+	in, err := clean(in)
+	if err != nil {
+		return Result{}, err
+	}
 	reply := make(chan submitReply, 1)
 	r, err := call(ctx, m, submitCmd{in: in, reply: reply}, reply)
 	if err != nil {

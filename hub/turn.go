@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -70,9 +69,6 @@ func (m *SessionManager) waiting(id string) bool {
 }
 
 func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
-	if strings.TrimSpace(in.Content) == "" {
-		return Result{}, ErrEmpty
-	}
 	if in.ClientMsgID != "" {
 		if f, ok := m.accepted[in.ClientMsgID]; ok {
 			m.await(f.Event.Turn, in.Done)

@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 )
 
 // Channel is the door send_message's inputs come through.
-const Channel = "mcp"
+const Channel = event.ChannelMCP
 
 // Submitter is the part of the hub send_message uses.
 type Submitter interface {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -236,6 +237,7 @@ type guard struct{ o Options }
 func (g *guard) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.hostAllowed(r.Host) {
+			refuse(w)
 			httpjson.WriteError(w, httpjson.Errorf(http.StatusMisdirectedRequest, "bad_host",
 				"host "+r.Host+" is not served here; add it to server.allowed_hosts"))
 			return
@@ -278,11 +280,13 @@ func (g *guard) hostAllowed(hostport string) bool {
 func (g *guard) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, r.Host) {
+			refuse(w)
 			httpjson.WriteError(w, httpjson.Errorf(http.StatusForbidden, "bad_origin",
 				"origin "+origin+" is not allowed; add it to server.allowed_origins"))
 			return
 		}
 		if g.o.Token != "" && !tokenOK(r, g.o.Token) {
+			refuse(w)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="frontdesk"`)
 			httpjson.WriteError(w, httpjson.Errorf(http.StatusUnauthorized, "unauthorized",
 				"a valid token is required: send Authorization: Bearer <token> or ?token=<token>"))
@@ -290,6 +294,16 @@ func (g *guard) protect(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse marks a response that turns a request away unread: the
+// connection closes after it, and nothing more is read from it. net/http
+// would otherwise drain the rest of the body first (Connection: close alone
+// does not stop that), and a client sending it one byte at a time could
+// hold a refused connection for as long as the body deadline allows.
+func refuse(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 func (g *guard) originAllowed(origin, host string) bool {
@@ -307,10 +321,13 @@ func (g *guard) originAllowed(origin, host string) bool {
 	return strings.EqualFold(u.Host, host)
 }
 
+// tokenOK reports whether r carries the token: in an Authorization header
+// with the Bearer scheme (in any case, as RFC 7235 has it), or else in the
+// token query parameter.
 func tokenOK(r *http.Request, want string) bool {
 	got := ""
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		got = strings.TrimPrefix(h, "Bearer ")
+	if scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		got = strings.TrimLeft(cred, " ")
 	} else {
 		got = r.URL.Query().Get("token")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/index"
@@ -165,8 +166,13 @@ func TestMessagesStatusCodes(t *testing.T) {
 		{"idempotent resend", "POST", `{"content":"hello","client_msg_id":"x"}`, json, 409, "busy"},
 		{"bad json", "POST", `{"content":`, json, 400, "bad_json"},
 		{"unknown field", "POST", `{"content":"a","colour":"red"}`, json, 400, "bad_json"},
+		{"trailing data", "POST", `{"content":"a"} {"content":"b"}`, json, 400, "bad_json"},
+		{"trailing garbage", "POST", `{"content":"a"}x`, json, 400, "bad_json"},
 		{"empty content", "POST", `{"content":""}`, json, 400, "empty_content"},
+		{"client_msg_id too long", "POST", `{"content":"a","client_msg_id":"` + strings.Repeat("i", 300) + `"}`, json, 400, "bad_client_msg_id"},
 		{"bad channel", "POST", `{"content":"a","channel":"Web Chat"}`, json, 400, "bad_channel"},
+		{"posing as email", "POST", `{"content":"a","channel":"email","from":"ceo@example.com"}`, json, 400, "reserved_channel"},
+		{"posing as the web UI", "POST", `{"content":"a","channel":"web"}`, json, 400, "reserved_channel"},
 		{"invalid utf-8", "POST", "{\"content\":\"\xff\"}", json, 400, "invalid_utf8"},
 		{"too large", "POST", `{"content":"` + strings.Repeat("x", 2000) + `"}`, json, 413, "too_large"},
 		{"not json", "POST", `content=hi`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"},
@@ -194,6 +200,52 @@ func TestMessagesStatusCodes(t *testing.T) {
 	}
 }
 
+// TestWebhookInputIsCleaned: control characters never reach the session
+// from this door (hub.Submit cleans input for every door).
+func TestWebhookInputIsCleaned(t *testing.T) {
+	e := start(t, web.Options{}, &agent.Demo{})
+	r := do(t, request(t, "POST", e.srv.URL+"/api/messages", `{"content":"\u001c\u001c/status","from":"cron\u001b[2J"}`, "Content-Type", "application/json"))
+	if r.status != 202 {
+		t.Fatalf("POST = %d %s", r.status, r.raw)
+	}
+	evs, err := e.hub.Recent(context.Background(), 20)
+	if err != nil || len(evs) == 0 || evs[0].Type != event.User {
+		t.Fatalf("recent: %v %v, want the input first", evs, err)
+	}
+	if got := string(evs[0].Data); !strings.Contains(got, `"from":"cron[2J","content":"/status"`) {
+		t.Fatalf("echo %s, want content /status from cron[2J", got)
+	}
+}
+
+// TestHistoryRangeFromZero: from=0 means from the start, as a client that
+// has seen nothing (last seq 0) would naturally ask.
+func TestHistoryRangeFromZero(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chat_history.ndjson")
+	lg, err := history.Open(history.Options{Path: path, RotateMB: 5, Fsync: "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, History: history.NewReader(path)}, lg, &agent.Demo{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	srv := httptest.NewServer(web.Handler(m, web.Options{WS: ws.New(m, ws.Options{})}))
+	defer func() { cancel(); <-done; srv.Close(); lg.Close() }()
+	out := make(chan hub.TurnOutcome, 1)
+	if _, err := m.Submit(context.Background(), hub.Input{Channel: event.ChannelWebhook, Content: "hello", Done: out}); err != nil {
+		t.Fatal(err)
+	}
+	<-out
+	for _, q := range []string{"from=0", "from=0&to=0", "from=1"} {
+		r := do(t, request(t, "GET", srv.URL+"/api/history/range?"+q, ""))
+		evs, _ := r.body["events"].([]any)
+		if r.status != 200 || len(evs) == 0 {
+			t.Errorf("range?%s = %d %s, want 200 with the whole history", q, r.status, r.raw)
+		}
+	}
+}
+
 func TestTokenRequired(t *testing.T) {
 	e := start(t, web.Options{Token: "s3cret"}, &agent.Demo{})
 	wsURL := "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/ws"
@@ -205,6 +257,12 @@ func TestTokenRequired(t *testing.T) {
 		{"api without token", request(t, "GET", e.srv.URL+"/api/session", ""), 401},
 		{"api wrong token", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "Bearer nope"), 401},
 		{"api bearer", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "Bearer s3cret"), 200},
+		{"api bearer lower case", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "bearer s3cret"), 200},
+		{"api bearer upper case", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "BEARER s3cret"), 200},
+		{"api bearer two spaces", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "Bearer  s3cret"), 200},
+		{"api basic scheme", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "Basic s3cret"), 401},
+		{"api bearer without token", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "Bearer"), 401},
+		{"api bearer wrong case of token", request(t, "GET", e.srv.URL+"/api/session", "", "Authorization", "bearer S3CRET"), 401},
 		{"api query token", request(t, "GET", e.srv.URL+"/api/session?token=s3cret", ""), 200},
 		{"ui is public", request(t, "GET", e.srv.URL+"/", ""), 200},
 		{"healthz is public", request(t, "GET", e.srv.URL+"/healthz", ""), 200},

@@ -3,21 +3,19 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
-	"regexp"
+	"os"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Session is the part of the hub the webhook uses.
@@ -26,8 +24,6 @@ type Session interface {
 }
 
 var _ Session = (*hub.SessionManager)(nil)
-
-var channelName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // Handler serves POST /api/messages. Auth is checked in front of it.
 type Handler struct {
@@ -94,6 +90,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// apiError maps the hub's refusals to API errors.
+func apiError(err error) error {
+	var bad *hub.InputError
+	switch {
+	case errors.As(err, &bad):
+		return httpjson.Errorf(http.StatusBadRequest, bad.Code, bad.Message)
+	case errors.Is(err, hub.ErrClosed):
+		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	}
+	return err
+}
+
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -112,23 +120,24 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		if errors.As(err, &tooBig) {
 			return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close") // what is left of the body is never read
+			return httpjson.Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
+		}
 		return httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
 	}
-	// encoding/json would quietly turn invalid UTF-8 into U+FFFD: refuse it instead.
-	if !utf8.Valid(body) {
-		return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
-	}
 	var req request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Unmarshal(body, &req); err != nil {
+		if errors.Is(err, strictjson.ErrInvalidUTF8) {
+			return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
+		}
 		return httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
 	}
 	if req.Channel == "" {
 		req.Channel = event.ChannelWebhook
 	}
-	if !channelName.MatchString(req.Channel) {
-		return httpjson.Errorf(http.StatusBadRequest, "bad_channel", "channel must match ^[a-z][a-z0-9-]{0,31}$")
+	if err := hub.CheckCallerChannel(req.Channel); err != nil {
+		return apiError(err)
 	}
 	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID}
 	var done chan hub.TurnOutcome
@@ -137,13 +146,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		in.Done = done
 	}
 	res, err := h.s.Submit(r.Context(), in)
-	switch {
-	case errors.Is(err, hub.ErrEmpty):
-		return httpjson.Errorf(http.StatusBadRequest, "empty_content", "content is empty")
-	case errors.Is(err, hub.ErrClosed):
-		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	case err != nil:
-		return err
+	if err != nil {
+		return apiError(err)
 	}
 	if res.Outcome == hub.Rejected {
 		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}

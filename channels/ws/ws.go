@@ -4,20 +4,22 @@
 package ws
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Session is the part of the hub the WebSocket channel uses.
@@ -39,6 +41,10 @@ type Options struct {
 	PingInterval time.Duration
 	// WriteTimeout bounds each frame write and each ping's pong. Default 10 s.
 	WriteTimeout time.Duration
+	// CloseTimeout bounds a close handshake: sending the close frame and
+	// waiting for the peer's. After Shutdown it is also all the time a
+	// connection has left. Default 1 s.
+	CloseTimeout time.Duration
 	Logger       *slog.Logger
 }
 
@@ -48,6 +54,14 @@ type Handler struct {
 	s     Session
 	opts  Options
 	conns sync.WaitGroup
+
+	// mu guards live and cutAt. They hold the raw connections only so that
+	// a close handshake and Shutdown can be bounded: coder/websocket waits
+	// up to 5 s for a peer's close frame, and a peer that does not read
+	// would hold every shutdown for that long.
+	mu    sync.Mutex
+	live  map[net.Conn]struct{}
+	cutAt time.Time // set by Shutdown: no connection lives past it
 }
 
 // New returns a Handler over s.
@@ -61,10 +75,13 @@ func New(s Session, opts Options) *Handler {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Handler{s: s, opts: opts}
+	return &Handler{s: s, opts: opts, live: map[net.Conn]struct{}{}}
 }
 
 // clientFrame is any frame a client may send.
@@ -93,10 +110,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		since = n
 	}
 	// Origin was checked by package web, which also knows allowed_origins.
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	hw := &hijackWriter{ResponseWriter: w}
+	c, err := websocket.Accept(hw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return // Accept has written the HTTP error
 	}
+	h.track(hw.conn)
+	defer h.untrack(hw.conn)
 	// Every way out of this handler releases the socket. The library closes
 	// the TCP connection only when a close handshake completes or a Read or
 	// Write context expires: a peer that vanished (EOF, reset) or one sent
@@ -113,12 +133,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	sub, snap, err := h.s.Subscribe(ctx, since)
 	if err != nil {
-		c.Close(websocket.StatusGoingAway, "server shutting down")
+		h.close(c, hw.conn, websocket.StatusGoingAway, "server shutting down")
 		return
 	}
 	defer sub.Close()
 
-	cn := &conn{c: c, h: h, direct: make(chan []byte, directQueue)}
+	cn := &conn{c: c, raw: hw.conn, h: h, direct: make(chan []byte, directQueue)}
 	cn.deadline = time.AfterFunc(time.Hour, func() { c.CloseNow() })
 	cn.deadline.Stop()
 	defer cn.deadline.Stop()
@@ -147,8 +167,80 @@ func (h *Handler) Wait(ctx context.Context) error {
 	}
 }
 
+// Shutdown gives every connection CloseTimeout (less if ctx ends sooner)
+// to finish — after the hub stopped, that is taking its 1001 — then cuts
+// it, and waits for the connections' goroutines. A peer that does not
+// read, or a write stuck on a full socket, costs at most that much. Call
+// it after the hub stopped and the HTTP server stopped accepting.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	cut := time.Now().Add(h.opts.CloseTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(cut) {
+		cut = d
+	}
+	h.mu.Lock()
+	h.cutAt = cut
+	for raw := range h.live {
+		raw.SetDeadline(cut)
+	}
+	h.mu.Unlock()
+	err := h.Wait(ctx)
+	if err != nil {
+		h.mu.Lock()
+		for raw := range h.live {
+			raw.Close()
+		}
+		h.mu.Unlock()
+	}
+	return err
+}
+
+func (h *Handler) track(raw net.Conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.live[raw] = struct{}{}
+	if !h.cutAt.IsZero() {
+		raw.SetDeadline(h.cutAt)
+	}
+}
+
+func (h *Handler) untrack(raw net.Conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.live, raw)
+}
+
+// close runs the close handshake within CloseTimeout (coder/websocket
+// would give a silent peer 5 s for its close frame, and as long again to
+// take ours). It brings the deadline forward only: one Shutdown set stays.
+func (h *Handler) close(c *websocket.Conn, raw net.Conn, code websocket.StatusCode, reason string) {
+	by := time.Now().Add(h.opts.CloseTimeout)
+	h.mu.Lock()
+	if !h.cutAt.IsZero() && h.cutAt.Before(by) {
+		by = h.cutAt
+	}
+	raw.SetDeadline(by)
+	h.mu.Unlock()
+	c.Close(code, reason)
+}
+
+// hijackWriter keeps the connection coder/websocket hijacks, so that its
+// deadlines can be set (the library offers contexts per call only).
+type hijackWriter struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	w.conn = c
+	return c, brw, err
+}
+
+func (w *hijackWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 type conn struct {
 	c      *websocket.Conn
+	raw    net.Conn // the hijacked connection under c
 	h      *Handler
 	direct chan []byte // per-connection replies, written by the writer
 	// deadline closes the connection when one write takes longer than
@@ -185,16 +277,16 @@ func (cn *conn) read(ctx context.Context) {
 			return // closed by peer, read limit (1009 sent by the library), or ctx
 		}
 		if typ != websocket.MessageText {
-			cn.c.Close(websocket.StatusUnsupportedData, "binary frames are not supported")
+			cn.h.close(cn.c, cn.raw, websocket.StatusUnsupportedData, "binary frames are not supported")
 			return
 		}
-		if !utf8.Valid(b) {
-			cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
-			continue
-		}
 		var f clientFrame
-		if err := json.Unmarshal(b, &f); err != nil {
-			cn.replyError("bad_json", "frame is not a JSON object: "+err.Error(), "")
+		if err := strictjson.Unmarshal(b, &f); err != nil {
+			if errors.Is(err, strictjson.ErrInvalidUTF8) {
+				cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
+			} else {
+				cn.replyError("bad_json", "frame is not the expected JSON object: "+err.Error(), "")
+			}
 			continue
 		}
 		switch f.Type {
@@ -213,9 +305,10 @@ func (cn *conn) submit(ctx context.Context, f clientFrame) {
 		Channel: event.ChannelWeb, Content: f.Content, ClientMsgID: f.ClientMsgID,
 		Notify: cn.reply,
 	})
+	var bad *hub.InputError
 	switch {
-	case errors.Is(err, hub.ErrEmpty):
-		cn.replyError("empty_content", "message content is empty", f.ClientMsgID)
+	case errors.As(err, &bad):
+		cn.replyError(bad.Code, bad.Message, f.ClientMsgID)
 		return
 	case err != nil:
 		cn.replyError("internal", "message not accepted: "+err.Error(), f.ClientMsgID)
@@ -285,9 +378,9 @@ func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snaps
 			if ended {
 				switch sub.Err() {
 				case hub.ErrSlowConsumer:
-					cn.c.Close(websocket.StatusPolicyViolation, "slow consumer")
+					cn.h.close(cn.c, cn.raw, websocket.StatusPolicyViolation, "slow consumer")
 				case hub.ErrClosed:
-					cn.c.Close(websocket.StatusGoingAway, "server shutting down")
+					cn.h.close(cn.c, cn.raw, websocket.StatusGoingAway, "server shutting down")
 				}
 				return
 			}

@@ -273,9 +273,12 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 		{"invalid utf-8", []byte("{\"type\":\"message\",\"content\":\"\xff\xfe\"}"), "invalid_utf8"},
 		{"malformed json", []byte(`{"type":`), "bad_json"},
 		{"not an object", []byte(`[1,2]`), "bad_json"},
+		{"unknown field", []byte(`{"type":"message","content":"hi","colour":"red"}`), "bad_json"},
+		{"trailing data", []byte(`{"type":"message","content":"hi"} {"type":"message","content":"again"}`), "bad_json"},
 		{"unknown type", []byte(`{"type":"dance"}`), "unknown_type"},
 		{"empty content", []byte(`{"type":"message","content":"  ","client_msg_id":"e-1"}`), "empty_content"},
 		{"unknown action", []byte(`{"type":"command","action":"explode"}`), "unknown_action"},
+		{"client_msg_id too long", []byte(`{"type":"message","content":"hi","client_msg_id":"` + strings.Repeat("i", 900) + `"}`), "bad_client_msg_id"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,6 +301,21 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 	}
 	if info, _ := s.hub.Info(context.Background()); info.LastSeq == 0 {
 		t.Fatal("nothing recorded")
+	}
+}
+
+// TestInputIsCleaned: control characters never reach the session from
+// this door (hub.Submit cleans input for every door).
+func TestInputIsCleaned(t *testing.T) {
+	s := start(t, hub.Config{}, ws.Options{}, &agent.Demo{})
+	cl := dial(t, s.url)
+	cl.join()
+	cl.say("\u001c\u001c/status", "c-1")
+	fs := cl.until(event.User)
+	var d event.UserData
+	decode(t, fs[len(fs)-1], &d)
+	if d.Content != "/status" {
+		t.Fatalf("echoed %q, want %q", d.Content, "/status")
 	}
 }
 
