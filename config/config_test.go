@@ -122,6 +122,11 @@ func TestValidate(t *testing.T) {
 		{"email poll interval", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PollIntervalSec = 0 }, "channels.email.imap.poll_interval_sec"},
 		{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
+		{"no clients", func(c *Config) { c.Server.MaxClients = 0 }, "server.max_clients"},
+		{"negative frame rate", func(c *Config) { c.Server.FrameRatePerSec = -1 }, "server.frame_rate_per_sec"},
+		{"zero frame burst", func(c *Config) { c.Server.FrameRateBurst = 0 }, "server.frame_rate_burst"},
+		{"negative webhook rate", func(c *Config) { c.Channels.Webhook.RatePerSec = -0.5 }, "channels.webhook.rate_per_sec"},
+		{"zero webhook burst", func(c *Config) { c.Channels.Webhook.RateBurst = 0 }, "channels.webhook.rate_burst"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
