@@ -114,10 +114,14 @@ type Config struct {
 }
 
 // Frame is an event with its wire encoding, made once and shared by every
-// subscriber. Neither field may be modified.
+// subscriber. No field may be modified.
 type Frame struct {
 	Event event.Event
 	JSON  []byte
+	// Published is when the hub made the frame (for a restored one: when
+	// it was read back), on the monotonic clock whatever Config.Now says:
+	// writers measure the fan-out lag from it.
+	Published time.Time
 }
 
 func newFrame(e event.Event) *Frame {
@@ -125,7 +129,7 @@ func newFrame(e event.Event) *Frame {
 	if err != nil {
 		panic(fmt.Sprintf("hub: marshal event: %v", err)) // Data is always valid JSON
 	}
-	return &Frame{Event: e, JSON: b}
+	return &Frame{Event: e, JSON: b, Published: time.Now()}
 }
 
 // Input is a user message from any channel.
