@@ -208,15 +208,22 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	}
 
 	var messages http.Handler
-	if cfg.Channels.Webhook.Enabled {
-		messages = webhook.New(h, cfg.Server.MaxMessageBytes)
+	if wh := cfg.Channels.Webhook; wh.Enabled {
+		hook := webhook.New(h, webhook.Options{MaxBytes: cfg.Server.MaxMessageBytes,
+			RatePerSec: wh.RatePerSec, RateBurst: wh.RateBurst})
+		registry.MustRegister(hook.Collectors()...)
+		messages = hook
 	}
 	wsHandler := ws.New(h, ws.Options{
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
 		PingInterval:    time.Duration(cfg.Server.PingIntervalSec) * time.Second,
 		WriteTimeout:    time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
+		MaxClients:      cfg.Server.MaxClients,
+		FrameRatePerSec: cfg.Server.FrameRatePerSec,
+		FrameRateBurst:  cfg.Server.FrameRateBurst,
 		Logger:          logger,
 	})
+	registry.MustRegister(wsHandler.Collectors()...)
 	handler := web.Handler(h, web.Options{
 		Addr:           cfg.Server.Addr,
 		Token:          token,
