@@ -190,6 +190,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// handed to a stopping session; what is unanswered waits in
 	// <data_dir>/email for the next start.
 	registry := prometheus.NewRegistry()
+	registry.MustRegister(h.Collectors()...)
 	var mailCh *email.Channel
 	if e := cfg.Channels.Email; e.Enabled {
 		mailCh, err = email.New(h, email.Options{

@@ -132,7 +132,7 @@ func (m *SessionManager) tools(turn string) []agent.Tool {
 				}
 				// This turn's own input would be the best match for
 				// every search it makes.
-				res, err := m.search(ctx, p.Query, index.Options{Limit: min(max(p.Limit, 1), maxToolHits), ExcludeTurn: turn})
+				res, err := m.search(ctx, p.Query, index.Options{Limit: min(max(p.Limit, 1), maxToolHits), ExcludeTurn: turn}, searchByTool)
 				if err != nil {
 					return "", err
 				}
@@ -202,13 +202,17 @@ func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) 
 // index cannot run is an error index.IsQueryError recognises. It reads the
 // index, not hub state, and stops when ctx ends.
 func (m *SessionManager) Search(ctx context.Context, query string, limit int) (SearchResult, error) {
-	return m.search(ctx, query, index.Options{Limit: limit})
+	return m.search(ctx, query, index.Options{Limit: limit}, searchByClient)
 }
 
-func (m *SessionManager) search(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
+// search runs on the caller's goroutine (the index has its own locking);
+// caller labels its duration.
+func (m *SessionManager) search(ctx context.Context, query string, opts index.Options, caller string) (SearchResult, error) {
 	if m.cfg.Index == nil {
 		return SearchResult{}, ErrNoIndex
 	}
 	opts.Now = m.cfg.Now()
+	t0 := time.Now()
+	defer func() { m.metrics.search.WithLabelValues(caller).Observe(time.Since(t0).Seconds()) }()
 	return m.cfg.Index.Search(ctx, query, opts)
 }
