@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,31 @@ channels:
 	}
 	if v := testmetrics.Must(t, text, `frontdesk_storage_errors_total{op="append"}`); v != 0 {
 		t.Errorf("storage errors = %g on a healthy disk", v)
+	}
+
+	// Every frontdesk metric is documented in the README's Metrics
+	// section, and the Grafana dashboard asks only for metrics that exist.
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## Metrics\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	exposed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# HELP (frontdesk_\w+)`).FindAllStringSubmatch(text, -1) {
+		exposed[m[1]] = true
+		if !strings.Contains(section, "`"+m[1]) && !strings.Contains(section, m[1]+"`") && !strings.Contains(section, m[1]+",") {
+			t.Errorf("%s is on /metrics but not in the README's Metrics section", m[1])
+		}
+	}
+	dash, err := os.ReadFile("contrib/grafana-frontdesk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`frontdesk_[a-z_]+`).FindAllString(string(dash), -1) {
+		base := strings.TrimSuffix(m, "_bucket")
+		if !exposed[base] && !strings.HasPrefix(base, "frontdesk_email_") {
+			t.Errorf("the Grafana dashboard asks for %s, which /metrics does not have", m)
+		}
 	}
 }
