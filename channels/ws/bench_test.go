@@ -15,7 +15,9 @@ package ws_test
 //     with 10, 100 and 1,000 in-process subscribers (goal: flat in N).
 //   - BenchmarkIdleClients: heap+stack bytes and goroutines per idle client
 //     on the server (goal ≤ 16 KiB, ≤ 2), with the clients in a separate
-//     process so that only the server side is counted.
+//     process so that only the server side is counted; also the growth of
+//     the process's RSS per client (meaningful in a fresh process only:
+//     run it alone, -bench 'IdleClients/frontdesk$' -count 1).
 //
 // No benchmark passes or fails on a figure; compare runs with benchstat:
 //

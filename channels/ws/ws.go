@@ -178,6 +178,11 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.CloseNow()
+	// A client that does not answer the close frame holds this goroutine
+	// and its socket for a second at most, not the library's 5 s: a
+	// flood of connections over the limit stays cheap.
+	stop := time.AfterFunc(time.Second, func() { c.CloseNow() })
+	defer stop.Stop()
 	c.Close(websocket.StatusTryAgainLater, "try again later")
 }
 
