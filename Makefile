@@ -4,7 +4,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: run build test bench lint fmt tidy-check staticcheck
+.PHONY: run build test bench soak lint fmt tidy-check staticcheck
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" .
@@ -19,6 +19,17 @@ test:
 # bytes per client); compare runs with benchstat.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=1x -timeout 30m ./...
+
+# The soak (never in `make test` or CI): the real binary for SOAK_DURATION
+# with 200 WebSocket clients coming and going (half of them rudely), turns
+# through the WebSocket and the webhook, and a kill -9 and restart every
+# 30 s; then every acknowledged input must be in the chat log exactly once.
+# It prints RSS, goroutines and open fds at the start and the end.
+# SOAK_TIMEOUT must exceed SOAK_DURATION by a few minutes.
+SOAK_DURATION ?= 10m
+SOAK_TIMEOUT  ?= 2h
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -run '^TestSoak$$' -count=1 -timeout $(SOAK_TIMEOUT) -v .
 
 staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

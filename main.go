@@ -198,6 +198,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// handed to a stopping session; what is unanswered waits in
 	// <data_dir>/email for the next start.
 	registry := prometheus.NewRegistry()
+	registry.MustRegister(h.Collectors()...)
 	var mailCh *email.Channel
 	if e := cfg.Channels.Email; e.Enabled {
 		mailCh, err = email.New(h, email.Options{
@@ -216,8 +217,11 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	}
 
 	var messages http.Handler
-	if cfg.Channels.Webhook.Enabled {
-		messages = webhook.New(h, cfg.Server.MaxMessageBytes)
+	if wh := cfg.Channels.Webhook; wh.Enabled {
+		hook := webhook.New(h, webhook.Options{MaxBytes: cfg.Server.MaxMessageBytes,
+			RatePerSec: wh.RatePerSec, RateBurst: wh.RateBurst})
+		registry.MustRegister(hook.Collectors()...)
+		messages = hook
 	}
 	var mcpHandler http.Handler
 	if cfg.MCP.Serve {
@@ -231,8 +235,12 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
 		PingInterval:    time.Duration(cfg.Server.PingIntervalSec) * time.Second,
 		WriteTimeout:    time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
+		MaxClients:      cfg.Server.MaxClients,
+		FrameRatePerSec: cfg.Server.FrameRatePerSec,
+		FrameRateBurst:  cfg.Server.FrameRateBurst,
 		Logger:          logger,
 	})
+	registry.MustRegister(wsHandler.Collectors()...)
 	handler := web.Handler(h, web.Options{
 		Addr:           cfg.Server.Addr,
 		Token:          token,

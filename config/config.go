@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/mail"
 	"net/url"
@@ -88,6 +89,16 @@ type Server struct {
 	// ClientQueue is the number of events buffered per client; a client
 	// whose queue fills is dropped (close 1008) and may reconnect. Default 1024.
 	ClientQueue int `yaml:"client_queue"`
+	// MaxClients caps open WebSocket connections; one more is accepted and
+	// closed at once with 1013 "try again later". Default 1000.
+	MaxClients int `yaml:"max_clients"`
+	// FrameRatePerSec and FrameRateBurst limit the frames each WebSocket
+	// client may send (a token bucket: FrameRateBurst at once, then
+	// FrameRatePerSec a second); a frame over it is answered with error
+	// rate_limited and dropped, the connection stays. 0 per second means no
+	// limit. Defaults 2 and 20.
+	FrameRatePerSec float64 `yaml:"frame_rate_per_sec"`
+	FrameRateBurst  int     `yaml:"frame_rate_burst"`
 }
 
 // Session configures the hub and the chat log.
@@ -194,6 +205,12 @@ type Console struct {
 type Webhook struct {
 	// Enabled mounts POST /api/messages. Default true.
 	Enabled bool `yaml:"enabled"`
+	// RatePerSec and RateBurst limit POST /api/messages for the whole
+	// process (a token bucket: RateBurst at once, then RatePerSec a
+	// second); past it the answer is 429 with Retry-After. 0 per second
+	// means no limit. Defaults 1 and 20.
+	RatePerSec float64 `yaml:"rate_per_sec"`
+	RateBurst  int     `yaml:"rate_burst"`
 }
 
 // Email configures the email channel: mail read over IMAP, replies sent
@@ -271,6 +288,9 @@ func Defaults() Config {
 			PingIntervalSec: 30,
 			WriteTimeoutSec: 10,
 			ClientQueue:     1024,
+			MaxClients:      1000,
+			FrameRatePerSec: 2,
+			FrameRateBurst:  20,
 		},
 		Session: Session{
 			IdleTimeoutSec:  1800,
@@ -294,7 +314,7 @@ func Defaults() Config {
 		},
 		Channels: Channels{
 			Console: Console{Enabled: "auto"},
-			Webhook: Webhook{Enabled: true},
+			Webhook: Webhook{Enabled: true, RatePerSec: 1, RateBurst: 20},
 			Email: Email{
 				AllowFrom:   []string{},
 				MaxBytes:    1 << 20,
@@ -483,6 +503,11 @@ func (c *Config) Validate() error {
 	if c.Server.ClientQueue < 16 {
 		bad("server.client_queue", "must be at least 16 (default 1024)")
 	}
+	if c.Server.MaxClients < 1 {
+		bad("server.max_clients", "must be at least 1 (default 1000)")
+	}
+	rate(bad, "server.frame_rate", c.Server.FrameRatePerSec, c.Server.FrameRateBurst, "2 and 20")
+	rate(bad, "channels.webhook.rate", c.Channels.Webhook.RatePerSec, c.Channels.Webhook.RateBurst, "1 and 20")
 	for i, o := range c.Server.AllowedOrigins {
 		if !strings.Contains(o, "://") {
 			bad(fmt.Sprintf("server.allowed_origins[%d]", i), "%q must be a full origin such as https://chat.example.com", o)
@@ -657,4 +682,14 @@ func oneOf(bad func(string, string, ...any), key, v string, allowed ...string) {
 		}
 	}
 	bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+// rate checks a token bucket's <prefix>_per_sec and <prefix>_burst.
+func rate(bad func(string, string, ...any), prefix string, perSec float64, burst int, defaults string) {
+	if perSec < 0 || math.IsNaN(perSec) || math.IsInf(perSec, 0) {
+		bad(prefix+"_per_sec", "must be 0 (no limit) or a positive number (defaults %s)", defaults)
+	}
+	if burst < 1 {
+		bad(prefix+"_burst", "must be at least 1 (defaults %s)", defaults)
+	}
 }

@@ -131,6 +131,11 @@ func TestValidate(t *testing.T) {
 		{"log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"},
 		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
 		{"log level case", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
+		{"no clients", func(c *Config) { c.Server.MaxClients = 0 }, "server.max_clients"},
+		{"negative frame rate", func(c *Config) { c.Server.FrameRatePerSec = -1 }, "server.frame_rate_per_sec"},
+		{"zero frame burst", func(c *Config) { c.Server.FrameRateBurst = 0 }, "server.frame_rate_burst"},
+		{"negative webhook rate", func(c *Config) { c.Channels.Webhook.RatePerSec = -0.5 }, "channels.webhook.rate_per_sec"},
+		{"zero webhook burst", func(c *Config) { c.Channels.Webhook.RateBurst = 0 }, "channels.webhook.rate_burst"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ func (m *SessionManager) publish(e event.Event) {
 	e.Seq = m.seq
 	e.TS = event.Time(m.cfg.Now())
 	if e.Type.Persisted() {
-		if err := m.log.Append(e); err != nil {
+		if err := m.appendLog(e); err != nil {
 			m.cfg.Logger.Error("append to chat log", "seq", e.Seq, "type", e.Type, "err", err)
 		} else {
 			m.indexed(e.Seq)

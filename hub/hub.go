@@ -112,10 +112,14 @@ type Config struct {
 }
 
 // Frame is an event with its wire encoding, made once and shared by every
-// subscriber. Neither field may be modified.
+// subscriber. No field may be modified.
 type Frame struct {
 	Event event.Event
 	JSON  []byte
+	// Published is when the hub made the frame (for a restored one: when
+	// it was read back), on the monotonic clock whatever Config.Now says:
+	// writers measure the fan-out lag from it.
+	Published time.Time
 }
 
 func newFrame(e event.Event) *Frame {
@@ -123,7 +127,7 @@ func newFrame(e event.Event) *Frame {
 	if err != nil {
 		panic(fmt.Sprintf("hub: marshal event: %v", err)) // Data is always valid JSON
 	}
-	return &Frame{Event: e, JSON: b}
+	return &Frame{Event: e, JSON: b, Published: time.Now()}
 }
 
 // Input is a user message from any channel.
@@ -351,13 +355,19 @@ type SessionManager struct {
 	counters     Counters
 	shortTerm    chan []event.Event // latest transcript for short_term.md (1 slot)
 	bg           sync.WaitGroup     // memory writers
+
+	metrics metrics // safe from any goroutine
 }
 
 type turn struct {
 	id      string
 	cancel  context.CancelFunc
-	started time.Time
-	text    strings.Builder // streamed deltas so far
+	started time.Time // Config.Now, for turn_end's duration_ms
+	// begun is time.Now (monotonic, whatever Config.Now says) for the
+	// metrics; streamed is set at the first delta.
+	begun    time.Time
+	streamed bool
+	text     strings.Builder // streamed deltas so far
 }
 
 const maxRememberedIDs = 10000
@@ -399,6 +409,7 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 		bufFirst:  1,
 		watch:     idle.New(cfg.IdleTimeout, cfg.Clock),
 		shortTerm: make(chan []event.Event, 1),
+		metrics:   newMetrics(),
 	}
 }
 
@@ -504,6 +515,10 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			return // a cancelled turn still talking: its output is discarded
 		}
 		m.turn.text.WriteString(c.text)
+		if c.e.Type == event.Delta && !m.turn.streamed {
+			m.turn.streamed = true
+			m.metrics.firstToken.Observe(time.Since(m.turn.begun).Seconds())
+		}
 		m.publish(c.e)
 	case turnDoneCmd:
 		if m.turn == nil || m.turn.id != c.turn {
@@ -633,6 +648,7 @@ func (m *SessionManager) shutdown() {
 	}
 	m.pending, m.patient = nil, nil
 	if err := m.log.Sync(); err != nil {
+		m.metrics.storageErrors.WithLabelValues("sync").Inc()
 		m.cfg.Logger.Error("sync chat log", "err", err)
 	}
 	for s := range m.subs {

@@ -203,14 +203,24 @@ func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) 
 // index cannot run is an error index.IsQueryError recognises. It reads the
 // index, not hub state, and stops when ctx ends.
 func (m *SessionManager) Search(ctx context.Context, query string, limit int) (SearchResult, error) {
-	return m.SearchIndex(ctx, query, index.Options{Limit: limit})
+	return m.search(ctx, query, index.Options{Limit: limit}, searchByClient)
 }
 
-// SearchIndex is Search with every option of the index (Now is set here).
+// SearchIndex is Search with every option of the index, for tool calls
+// (the agent's history_search and the MCP server's): their durations are
+// labelled "tool".
 func (m *SessionManager) SearchIndex(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
+	return m.search(ctx, query, opts, searchByTool)
+}
+
+// search runs on the caller's goroutine (the index has its own locking);
+// caller labels its duration.
+func (m *SessionManager) search(ctx context.Context, query string, opts index.Options, caller string) (SearchResult, error) {
 	if m.cfg.Index == nil {
 		return SearchResult{}, ErrNoIndex
 	}
 	opts.Now = m.cfg.Now()
+	t0 := time.Now()
+	defer func() { m.metrics.search.WithLabelValues(caller).Observe(time.Since(t0).Seconds()) }()
 	return m.cfg.Index.Search(ctx, query, opts)
 }

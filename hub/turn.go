@@ -132,7 +132,7 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 		Channel: in.Channel, From: in.From, Content: content, ClientMsgID: in.ClientMsgID,
 	})
 	e.Seq = seq
-	if err := m.log.Append(e); err != nil {
+	if err := m.appendLog(e); err != nil {
 		return Result{}, fmt.Errorf("record input: %w", err)
 	}
 	m.seq = seq
@@ -148,7 +148,7 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 	// is marked interrupted before its context is cancelled, never
 	// "cancelled" by a backend that noticed Run's context first.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.turn = &turn{id: id, cancel: cancel, started: m.cfg.Now()}
+	m.turn = &turn{id: id, cancel: cancel, started: m.cfg.Now(), begun: time.Now()}
 	m.await(id, in.Done)
 	req := agent.Request{
 		Turn: id, Channel: in.Channel, From: in.From, Content: content,
@@ -281,6 +281,8 @@ func (m *SessionManager) startPending(ctx context.Context) {
 func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usage) {
 	t := m.turn
 	m.turn = nil
+	// Observed before turn_end goes out, so whoever sees it sees this too.
+	m.metrics.turnDuration.WithLabelValues(status).Observe(time.Since(t.begun).Seconds())
 	content = truncate(content)
 	if content != "" {
 		m.publish(event.New(event.Assistant, t.id, time.Time{},

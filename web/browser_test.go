@@ -116,7 +116,7 @@ func (s *liveServer) start() {
 	ln := s.listen()
 	srv := &http.Server{
 		Handler: web.Handler(m, web.Options{
-			Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, 65536),
+			Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

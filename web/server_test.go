@@ -41,7 +41,7 @@ func serveLikeMain(t *testing.T, o web.Options, so web.ServerOptions, a agent.Ag
 	go func() { defer close(done); m.Run(ctx) }()
 	wsh := ws.New(m, ws.Options{})
 	o.WS = wsh
-	o.Messages = webhook.New(m, 65536)
+	o.Messages = webhook.New(m, webhook.Options{MaxBytes: 65536})
 	srv := web.NewServer(web.Handler(m, o), so)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

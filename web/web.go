@@ -65,7 +65,8 @@ func Handler(s Session, o Options) http.Handler {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	reg.MustRegister(collectors.NewGoCollector(), newSessionCollector(s))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newSessionCollector(s))
 
 	api := http.NewServeMux()
 	api.Handle("GET /ws", o.WS)

@@ -50,7 +50,7 @@ func start(t *testing.T, o web.Options, a agent.Agent) *env {
 	go func() { defer close(done); go ix.Run(ctx); m.Run(ctx) }()
 	wsh := ws.New(m, ws.Options{})
 	o.WS = wsh
-	o.Messages = webhook.New(m, 1024)
+	o.Messages = webhook.New(m, webhook.Options{MaxBytes: 1024})
 	srv := httptest.NewServer(web.Handler(m, o))
 	t.Cleanup(func() {
 		cancel()

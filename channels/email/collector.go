@@ -2,8 +2,8 @@ package email
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Collector exposes the channel's counters to Prometheus; it reads them
-// with Metrics on each scrape.
+// Collector exposes the channel's counters to Prometheus (it reads them
+// with Metrics on each scrape) and its receive→answer histogram.
 func (c *Channel) Collector() prometheus.Collector { return collector{c} }
 
 type collector struct{ c *Channel }
@@ -23,11 +23,12 @@ var (
 	descOutbox   = prometheus.NewDesc("frontdesk_email_outbox_pending", "Replies waiting to be sent.", nil, nil)
 )
 
-func (collector) Describe(ch chan<- *prometheus.Desc) {
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReceived, descAccepted, descSkipped, descReplies, descNotes,
 		descSendErr, descSendFail, descIMAPErr, descAuthFail, descRescans, descUp, descOutbox} {
 		ch <- d
 	}
+	c.c.answered.Describe(ch)
 }
 
 func (k collector) Collect(ch chan<- prometheus.Metric) {
@@ -53,4 +54,5 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(descOutbox, prometheus.GaugeValue, float64(m.OutboxPending))
+	k.c.answered.Collect(ch)
 }

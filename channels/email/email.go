@@ -42,6 +42,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/frontdesk-hq/frontdesk/hub"
 )
 
@@ -149,6 +151,10 @@ type Channel struct {
 
 	mu      sync.Mutex // guards metrics only
 	metrics Metrics
+	// answered is the receive→answer time: from the fetch of a mail to
+	// its reply accepted by the SMTP server (a Prometheus type: safe for
+	// concurrent use, observed by the sender).
+	answered prometheus.Histogram
 }
 
 // Metrics are the channel's counters since start. Skipped is keyed by
@@ -267,6 +273,11 @@ func New(s Session, opts Options) (*Channel, error) {
 		wakeWorker: make(chan struct{}, 1),
 		wakeSender: make(chan struct{}, 1),
 		metrics:    Metrics{Skipped: map[string]uint64{}},
+		answered: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "frontdesk_email_answer_seconds",
+			Help:    "From a mail fetched over IMAP to its reply (or note) accepted by the SMTP server; restarts in between count.",
+			Buckets: []float64{.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600},
+		}),
 	}, nil
 }
 

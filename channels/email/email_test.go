@@ -16,6 +16,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
 )
 
 func TestAnswersAllowedMailOnceInThread(t *testing.T) {
@@ -116,6 +117,13 @@ func TestAnswersAllowedMailOnceInThread(t *testing.T) {
 	m := p.ch.Metrics()
 	if m.Accepted != 2 || m.Replies != 2 || m.Received != 2 {
 		t.Errorf("metrics %+v, want 2 received, accepted and replied", m)
+	}
+	text := testmetrics.Scrape(t, p.ch.Collector())
+	if n := testmetrics.Must(t, text, "frontdesk_email_answer_seconds_count"); n != 2 {
+		t.Errorf("receive→answer observed %g times, want 2", n)
+	}
+	if sum := testmetrics.Must(t, text, "frontdesk_email_answer_seconds_sum"); sum <= 0 {
+		t.Errorf("receive→answer sum %g, want the time the two answers took", sum)
 	}
 }
 

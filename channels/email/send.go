@@ -174,6 +174,9 @@ func (c *Channel) deliver(ctx context.Context, it outboxItem) error {
 		// Not fatal for this reply, but it would go out again: say so loudly.
 		c.log.Error("reply sent but its outbox file could not be removed; it may be sent again", "err", err)
 	}
+	if d := c.opts.Now().Sub(it.Received); !it.Received.IsZero() && d >= 0 {
+		c.answered.Observe(d.Seconds())
+	}
 	c.count(func(m *Metrics) {
 		m.Replies++
 		if it.Note != "" {

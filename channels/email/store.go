@@ -90,8 +90,11 @@ type outboxItem struct {
 	Body       string    `json:"body"`
 	Note       string    `json:"note,omitempty"` // the turn status when Body is a note, not a reply
 	Created    time.Time `json:"created"`
-	Attempts   int       `json:"attempts"`
-	LastError  string    `json:"last_error,omitempty"`
+	// Received is when the mail answered was fetched (zero in replies
+	// queued by older versions), for the receive→answer time.
+	Received  time.Time `json:"received,omitzero"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // spool holds the channel's files. state is read and written only by the

@@ -162,6 +162,7 @@ func (c *Channel) composeReply(it inboxItem, o hub.TurnOutcome) outboxItem {
 		Body:       body,
 		Note:       note,
 		Created:    c.opts.Now().UTC(),
+		Received:   it.Received,
 	}
 }
 

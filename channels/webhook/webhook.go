@@ -5,16 +5,22 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
@@ -25,14 +31,64 @@ type Session interface {
 
 var _ Session = (*hub.SessionManager)(nil)
 
-// Handler serves POST /api/messages. Auth is checked in front of it.
-type Handler struct {
-	s        Session
-	maxBytes int64
+// Options configures the handler.
+type Options struct {
+	// MaxBytes: bodies over it are refused with 413. Default 65536.
+	MaxBytes int64
+	// RatePerSec and RateBurst limit requests for the whole process (a
+	// token bucket: RateBurst at once, then RatePerSec a second); past it
+	// the answer is 429 with Retry-After. RatePerSec 0 (the zero value)
+	// means no limit; RateBurst defaults to 20.
+	RatePerSec float64
+	RateBurst  int
+	// Now is the rate limiter's clock. Default time.Now.
+	Now func() time.Time
 }
 
-// New returns a Handler; bodies over maxBytes are refused with 413.
-func New(s Session, maxBytes int64) *Handler { return &Handler{s: s, maxBytes: maxBytes} }
+// Handler serves POST /api/messages. Auth is checked in front of it.
+type Handler struct {
+	s    Session
+	opts Options
+
+	// One bucket for the whole process, not one per remote address: the
+	// callers are scripts that share the token, often behind one proxy
+	// address, and what the limit protects — the one session, whose every
+	// accepted message is a turn of the model — is shared too.
+	mu    sync.Mutex
+	limit *ratelimit.Bucket
+
+	limited prometheus.Counter
+}
+
+// New returns a Handler over s.
+func New(s Session, opts Options) *Handler {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 65536
+	}
+	if opts.RateBurst <= 0 {
+		opts.RateBurst = 20
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Handler{s: s, opts: opts, limit: ratelimit.New(opts.RatePerSec, opts.RateBurst),
+		limited: prometheus.NewCounter(prometheus.CounterOpts{Name: "frontdesk_limit_hits_total", Help: limitHitsHelp,
+			ConstLabels: prometheus.Labels{"limit": "webhook_rate"}})}
+}
+
+// limitHitsHelp must equal the WebSocket channel's help for the same
+// family: a registry merges the series only if the help strings match.
+const limitHitsHelp = "Requests refused by a limit, by limit: max_clients (WebSocket closed with 1013), frame_rate (WebSocket frame answered rate_limited), webhook_rate (POST /api/messages answered 429)."
+
+// Collectors returns the handler's metrics for a Prometheus registry.
+func (h *Handler) Collectors() []prometheus.Collector { return []prometheus.Collector{h.limited} }
+
+// take takes a token from the process-wide bucket.
+func (h *Handler) take() (bool, time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.limit.Take(h.opts.Now())
+}
 
 type request struct {
 	Content     string `json:"content"`
@@ -107,6 +163,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Allow", http.MethodPost)
 		return httpjson.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 	}
+	if ok, retry := h.take(); !ok {
+		h.limited.Inc()
+		secs := int(math.Ceil(retry.Seconds()))
+		return &httpjson.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", RetryAfter: strconv.Itoa(secs),
+			Message: fmt.Sprintf("too many messages: this server takes %d at once, then %g a second; try again in %d s",
+				h.opts.RateBurst, h.opts.RatePerSec, secs)}
+	}
 	wait, timeout, err := waitOptions(r)
 	if err != nil {
 		return err
@@ -114,7 +177,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -15,7 +15,9 @@ package ws_test
 //     with 10, 100 and 1,000 in-process subscribers (goal: flat in N).
 //   - BenchmarkIdleClients: heap+stack bytes and goroutines per idle client
 //     on the server (goal ≤ 16 KiB, ≤ 2), with the clients in a separate
-//     process so that only the server side is counted.
+//     process so that only the server side is counted; also the growth of
+//     the process's RSS per client (meaningful in a fresh process only:
+//     run it alone, -bench 'IdleClients/frontdesk$' -count 1).
 //
 // No benchmark passes or fails on a figure; compare runs with benchstat:
 //
@@ -791,8 +793,26 @@ func waitBenchHandlers(tb testing.TB, h *ws.Handler) {
 	}
 }
 
+// benchRSS is the process's resident set in bytes (Linux; 0 elsewhere).
+// Unlike the live heap it counts what the runtime holds from the OS: the
+// figure an operator sees, if a noisier one (the heap it grows is not
+// given back at once).
+func benchRSS() float64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseFloat(f[1], 64)
+	return pages * float64(os.Getpagesize())
+}
+
 func benchIdle(b *testing.B, url string, settled func()) {
 	before := benchSettle()
+	rssBefore := benchRSS()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchIdleClientsProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), benchEnvURL+"="+url, benchEnvClients+"="+strconv.Itoa(benchClients))
 	cmd.Stderr = os.Stderr
@@ -827,7 +847,9 @@ func benchIdle(b *testing.B, url string, settled func()) {
 		b.Fatalf("the client process did not report its clients connected:\n%s", strings.Join(output, "\n"))
 	}
 	after := benchSettle()
+	rss := (benchRSS() - rssBefore) / benchClients
 	heap, stack, goroutines := after.perClient(before, benchClients)
+	b.ReportMetric(rss, "rss-bytes/idle-client")
 	b.ReportMetric(heap+stack, "bytes/idle-client")
 	b.ReportMetric(heap, "heap-bytes/idle-client")
 	b.ReportMetric(stack, "stack-bytes/idle-client")

@@ -8,17 +8,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
@@ -45,7 +49,18 @@ type Options struct {
 	// waiting for the peer's. After Shutdown it is also all the time a
 	// connection has left. Default 1 s.
 	CloseTimeout time.Duration
-	Logger       *slog.Logger
+	// MaxClients caps open connections; one more is accepted and closed at
+	// once with 1013 "try again later". Default 1000.
+	MaxClients int
+	// FrameRatePerSec and FrameRateBurst limit the frames each client may
+	// send (a token bucket); a frame over the limit is dropped and answered
+	// with error rate_limited. FrameRatePerSec 0 (the zero value) means no
+	// limit; FrameRateBurst defaults to 20.
+	FrameRatePerSec float64
+	FrameRateBurst  int
+	// Now is the rate limiter's clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Handler serves GET /ws. Authentication, Host and Origin checks happen in
@@ -62,6 +77,11 @@ type Handler struct {
 	mu    sync.Mutex
 	live  map[net.Conn]struct{}
 	cutAt time.Time // set by Shutdown: no connection lives past it
+	// open counts connections being served, for MaxClients. Only
+	// ServeHTTP reads and changes it, with one atomic step each way: no
+	// check-then-act.
+	open    atomic.Int64
+	metrics metrics
 }
 
 // New returns a Handler over s.
@@ -78,10 +98,19 @@ func New(s Session, opts Options) *Handler {
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = time.Second
 	}
+	if opts.MaxClients <= 0 {
+		opts.MaxClients = 1000
+	}
+	if opts.FrameRateBurst <= 0 {
+		opts.FrameRateBurst = 20
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Handler{s: s, opts: opts, live: map[net.Conn]struct{}{}}
+	return &Handler{s: s, opts: opts, live: map[net.Conn]struct{}{}, metrics: newMetrics()}
 }
 
 // clientFrame is any frame a client may send.
@@ -100,6 +129,12 @@ const directQueue = 32
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns.Add(1)
 	defer h.conns.Done()
+	if h.open.Add(1) > int64(h.opts.MaxClients) {
+		h.open.Add(-1)
+		h.refuse(w, r)
+		return
+	}
+	defer h.open.Add(-1)
 	var since int64
 	if v := r.URL.Query().Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -138,7 +173,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sub.Close()
 
-	cn := &conn{c: c, raw: hw.conn, h: h, direct: make(chan []byte, directQueue)}
+	cn := &conn{c: c, raw: hw.conn, h: h, direct: make(chan []byte, directQueue),
+		limit: ratelimit.New(h.opts.FrameRatePerSec, h.opts.FrameRateBurst)}
 	cn.deadline = time.AfterFunc(time.Hour, func() { c.CloseNow() })
 	cn.deadline.Stop()
 	defer cn.deadline.Stop()
@@ -151,6 +187,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cn.read(ctx)
 	cancel()
 	<-writerDone
+}
+
+// refuse answers a connection over MaxClients: accepted, then closed at
+// once with 1013 "try again later", which tells clients to back off (a
+// refused upgrade would look like a network failure to a browser).
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request) {
+	h.metrics.maxClients.Inc()
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	// A client that does not answer the close frame holds this goroutine
+	// and its socket for a second at most, not the library's 5 s: a
+	// flood of connections over the limit stays cheap.
+	stop := time.AfterFunc(time.Second, func() { c.CloseNow() })
+	defer stop.Stop()
+	c.Close(websocket.StatusTryAgainLater, "try again later")
 }
 
 // Wait blocks until every connection has finished (after the hub stopped
@@ -248,6 +302,7 @@ type conn struct {
 	// context.WithTimeout per write cost ~7 allocations per delivery and
 	// showed up in the fan-out profile.
 	deadline *time.Timer
+	limit    *ratelimit.Bucket // the client's frame rate; the reader's alone
 }
 
 // reply queues a per-connection frame; if the queue is full the client is
@@ -280,6 +335,10 @@ func (cn *conn) read(ctx context.Context) {
 			cn.h.close(cn.c, cn.raw, websocket.StatusUnsupportedData, "binary frames are not supported")
 			return
 		}
+		if ok, wait := cn.limit.Take(cn.h.opts.Now()); !ok {
+			cn.rateLimited(b, wait)
+			continue
+		}
 		var f clientFrame
 		if err := strictjson.Unmarshal(b, &f); err != nil {
 			if errors.Is(err, strictjson.ErrInvalidUTF8) {
@@ -298,6 +357,20 @@ func (cn *conn) read(ctx context.Context) {
 			cn.replyError("unknown_type", `unknown frame type "`+f.Type+`"; use "message" or "command"`, f.ClientMsgID)
 		}
 	}
+}
+
+// rateLimited drops frame b, which came too soon, and tells the client
+// when to send it again (naming its message, if b has one, so the UI can
+// mark it failed).
+func (cn *conn) rateLimited(b []byte, wait time.Duration) {
+	cn.h.metrics.frameRate.Inc()
+	var f clientFrame
+	if utf8.Valid(b) {
+		_ = json.Unmarshal(b, &f)
+	}
+	o := cn.h.opts
+	cn.replyError("rate_limited", fmt.Sprintf("too many frames: a client may send %d at once, then %g a second; this one was dropped, send it again in %s",
+		o.FrameRateBurst, o.FrameRatePerSec, wait.Round(time.Millisecond)), f.ClientMsgID)
 }
 
 func (cn *conn) submit(ctx context.Context, f clientFrame) {
@@ -374,6 +447,7 @@ func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snaps
 				if !cn.writeFrame(f.JSON) {
 					return
 				}
+				cn.h.metrics.fanoutLag.Observe(time.Since(f.Published).Seconds())
 			}
 			if ended {
 				switch sub.Err() {

@@ -24,6 +24,7 @@ import (
 
 type server struct {
 	hub *hub.SessionManager
+	h   *ws.Handler
 	url string
 }
 
@@ -47,7 +48,7 @@ func start(t *testing.T, cfg hub.Config, opts ws.Options, a agent.Agent) *server
 		h.Wait(context.Background())
 		lg.Close()
 	})
-	return &server{hub: m, url: "ws" + strings.TrimPrefix(srv.URL, "http")}
+	return &server{hub: m, h: h, url: "ws" + strings.TrimPrefix(srv.URL, "http")}
 }
 
 type frame struct {
