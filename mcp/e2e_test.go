@@ -244,7 +244,7 @@ func TestReferenceServers(t *testing.T) {
 	waitFor(t, "both servers", func() bool { return ready(mgr, "files") && ready(mgr, "everything") })
 	args, _ := json.Marshal(map[string]string{"path": filepath.Join(root, "notes.txt")})
 	mod := &model{calls: map[string]string{
-		"read my notes": "files__read_text_file " + string(args),
+		"read my notes":  "files__read_text_file " + string(args),
 		"take your time": `everything__trigger-long-running-operation {"duration":30,"steps":30}`,
 	}}
 	s := start(t, mod, mgr)
