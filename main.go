@@ -178,6 +178,11 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	tools := newMCPManager(cfg, getenv, logger)
+	var extraTools func() []agent.Tool
+	if tools != nil {
+		extraTools = tools.Tools
+	}
 	h := hub.New(hub.Config{
 		DataDir:         cfg.DataDir,
 		BusyPolicy:      cfg.Session.BusyPolicy,
@@ -190,6 +195,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		Memory:          mem,
 		History:         history.NewReader(cfg.Session.ChatLogPath),
 		Index:           search,
+		Tools:           extraTools,
 	}, log, ag)
 
 	// The email channel: IMAP in, SMTP out. Enabled but unusable (say, a
@@ -225,11 +231,15 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	}
 	var mcpHandler http.Handler
 	if cfg.MCP.Serve {
-		tools := hub.HistoryTools(h, "")
+		served := hub.HistoryTools(h, "")
 		if cfg.MCP.ServeSend {
-			tools = append(tools, mcp.SendTool(h))
+			served = append(served, mcp.SendTool(h))
 		}
-		mcpHandler = mcp.Handler(mcp.NewServer(version, tools))
+		mcpHandler = mcp.Handler(mcp.NewServer(version, served))
+	}
+	var mcpStates func() any
+	if tools != nil {
+		mcpStates = func() any { return tools.States() }
 	}
 	wsHandler := ws.New(h, ws.Options{
 		MaxMessageBytes: cfg.Server.MaxMessageBytes,
@@ -249,6 +259,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		WS:             wsHandler,
 		Messages:       messages,
 		MCP:            mcpHandler,
+		MCPServers:     mcpStates,
 		Registry:       registry,
 	})
 
@@ -264,6 +275,16 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	indexDone := make(chan struct{})
 	go func() { defer close(indexDone); search.Run(indexCtx) }()
 	defer func() { stopIndex(); <-indexDone }()
+
+	// The MCP servers run beside the session and stop after it (deferred
+	// before the hub's stop, so run after it): a turn's last tool call
+	// has ended by then.
+	if tools != nil {
+		toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))
+		toolsDone := make(chan struct{})
+		go func() { defer close(toolsDone); tools.Run(toolsCtx) }()
+		defer func() { stopTools(); <-toolsDone }()
+	}
 
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()
@@ -424,15 +445,23 @@ func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	checker, ok := ag.(interface{ Check(context.Context) error })
-	if !ok {
-		return nil
+	if checker, ok := ag.(interface{ Check(context.Context) error }); ok {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := checker.Check(cctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("agent backend %s is not reachable: %w", cfg.Agent.Backend, err)
+		}
+		fmt.Fprintf(stdout, "agent backend %s: reachable\n", cfg.Agent.Backend)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := checker.Check(cctx); err != nil {
-		return fmt.Errorf("agent backend %s is not reachable: %w", cfg.Agent.Backend, err)
+	// Each MCP server is started (or dialled), asked for its tools and
+	// stopped.
+	if tools := newMCPManager(cfg, getenv, slog.New(slog.DiscardHandler)); tools != nil {
+		lines, err := tools.Check(ctx)
+		for _, l := range lines {
+			fmt.Fprintln(stdout, l)
+		}
+		return err
 	}
-	fmt.Fprintf(stdout, "agent backend %s: reachable\n", cfg.Agent.Backend)
 	return nil
 }

@@ -48,7 +48,9 @@ type Reply struct {
 
 // Tool is a function the agent may call during a turn.
 type Tool struct {
-	Name        string
+	Name string
+	// Server is the MCP server the tool comes from; "" for frontdesk's own.
+	Server      string
 	Description string
 	// Parameters is a JSON Schema object describing the arguments.
 	Parameters json.RawMessage

@@ -290,10 +290,15 @@ func (o *OpenAI) runTool(ctx context.Context, tools []Tool, c toolCall, emit Emi
 	} else if strings.TrimSpace(c.args) == "" {
 		args = json.RawMessage("{}")
 	}
-	emit(event.ToolCall, event.ToolCallData{ID: c.id, Name: c.name, Args: args})
+	t := findTool(tools, c.name)
+	server := ""
+	if t != nil {
+		server = t.Server
+	}
+	emit(event.ToolCall, event.ToolCallData{ID: c.id, Name: c.name, Args: args, Server: server})
 	var out string
 	var err error
-	switch t := findTool(tools, c.name); {
+	switch {
 	case !c.validArgs():
 		err = fmt.Errorf("the arguments are not a valid JSON object (%s); call %s again with a JSON object", jsonErr(c.args), c.name)
 	case t == nil:
@@ -301,7 +306,7 @@ func (o *OpenAI) runTool(ctx context.Context, tools []Tool, c toolCall, emit Emi
 	default:
 		out, err = t.Call(ctx, args)
 	}
-	res := event.ToolResultData{ID: c.id, Name: c.name, Output: out}
+	res := event.ToolResultData{ID: c.id, Name: c.name, Output: out, Server: server}
 	if err != nil {
 		res.Error = err.Error()
 	}

@@ -144,6 +144,8 @@ type ToolCallData struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	// Server is the MCP server of a tool named <server>__<tool>.
+	Server string `json:"server,omitempty"`
 }
 
 // ToolResultData is the payload of a tool_result event.
@@ -152,6 +154,7 @@ type ToolResultData struct {
 	Name   string `json:"name"`
 	Output string `json:"output"`
 	Error  string `json:"error,omitempty"`
+	Server string `json:"server,omitempty"`
 }
 
 // AssistantData is the payload of an assistant event. Partial is set when

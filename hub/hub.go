@@ -109,6 +109,10 @@ type Config struct {
 	// Index serves history_search and Search. Nil: searching fails with
 	// ErrNoIndex.
 	Index Index
+	// Tools, if set, returns more tools for each turn besides the history
+	// tools (the MCP servers' that are ready). It is called on the hub's
+	// goroutine as a turn starts and must not block.
+	Tools func() []agent.Tool
 }
 
 // Frame is an event with its wire encoding, made once and shared by every

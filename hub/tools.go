@@ -82,6 +82,16 @@ var _ HistorySource = (*SessionManager)(nil)
 // disk and the index directly.
 func (m *SessionManager) tools(turn string) []agent.Tool { return HistoryTools(m, turn) }
 
+// turnTools are every tool a turn gets: the history tools and the
+// configured extra ones (MCP).
+func (m *SessionManager) turnTools(turn string) []agent.Tool {
+	tools := m.tools(turn)
+	if m.cfg.Tools != nil {
+		tools = append(tools, m.cfg.Tools()...)
+	}
+	return tools
+}
+
 // HistoryTools returns the history tools (history_get_recent,
 // history_get_range, history_search) over src, for agents and for the MCP
 // server. The messages of turn are never search hits (the running turn's

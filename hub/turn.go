@@ -153,7 +153,7 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 	req := agent.Request{
 		Turn: id, Channel: in.Channel, From: in.From, Content: content,
 		Context: m.ringBefore(seq),
-		Tools:   m.tools(id),
+		Tools:   m.turnTools(id),
 		Notes:   m.notes(in),
 	}
 	emit := func(typ event.Type, data any) {

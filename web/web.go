@@ -55,6 +55,9 @@ type Options struct {
 	Messages http.Handler
 	// MCP serves /mcp, the MCP streamable HTTP endpoint (nil: not mounted).
 	MCP http.Handler
+	// MCPServers, if set, reports the MCP servers the assistant uses, for
+	// /api/session and /healthz (as "mcp_servers").
+	MCPServers func() any
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 }
@@ -143,7 +146,10 @@ func Handler(s Session, o Options) http.Handler {
 			httpjson.WriteError(w, sessionErr(err))
 			return
 		}
-		httpjson.Write(w, http.StatusOK, info)
+		httpjson.Write(w, http.StatusOK, struct {
+			hub.Info
+			MCPServers any `json:"mcp_servers,omitempty"`
+		}{info, mcpServers(o)})
 	})
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, httpjson.Errorf(http.StatusNotFound, "not_found", "no such API endpoint: "+r.Method+" "+r.URL.Path))
@@ -157,7 +163,11 @@ func Handler(s Session, o Options) http.Handler {
 			httpjson.WriteError(w, sessionErr(err))
 			return
 		}
-		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
+		body := map[string]any{"status": "ok"}
+		if servers := mcpServers(o); servers != nil {
+			body["mcp_servers"] = servers // a failed one costs only its tools: still healthy
+		}
+		httpjson.Write(w, http.StatusOK, body)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	g := &guard{o: o}
@@ -167,6 +177,14 @@ func Handler(s Session, o Options) http.Handler {
 		mux.Handle("/mcp", g.protect(o.MCP))
 	}
 	return g.checkHost(mux)
+}
+
+// mcpServers is the MCP servers' states, or nil.
+func mcpServers(o Options) any {
+	if o.MCPServers == nil {
+		return nil
+	}
+	return o.MCPServers()
 }
 
 // maxHistoryEvents caps one page of /api/history/recent and /range.
