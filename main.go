@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		History:         history.NewReader(cfg.Session.ChatLogPath),
 		Index:           search,
 		Tools:           extraTools,
+		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
 	}, log, ag)
 
 	// The email channel: IMAP in, SMTP out. Enabled but unusable (say, a

@@ -15,7 +15,7 @@ import (
 func mcpServers(cfg config.Config, getenv func(string) string) []mcp.ServerConfig {
 	out := make([]mcp.ServerConfig, 0, len(cfg.MCP.Servers))
 	for _, s := range cfg.MCP.Servers {
-		sc := mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, URL: s.URL, Tools: s.Tools,
+		sc := mcp.ServerConfig{Name: s.Name, Command: s.Command, Args: s.Args, URL: s.URL, Tools: s.Tools, Confirm: s.Confirm,
 			Timeout: time.Duration(s.TimeoutSec) * time.Second}
 		if s.Command != "" {
 			for _, k := range append([]string{"PATH", "HOME"}, s.PassEnv...) {

@@ -50,7 +50,10 @@ type Reply struct {
 type Tool struct {
 	Name string
 	// Server is the MCP server the tool comes from; "" for frontdesk's own.
-	Server      string
+	Server string
+	// Confirm: a person must approve each call first (the hub asks every
+	// door; see hub.Config.ApprovalTimeout).
+	Confirm     bool
 	Description string
 	// Parameters is a JSON Schema object describing the arguments.
 	Parameters json.RawMessage

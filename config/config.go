@@ -14,6 +14,7 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -55,6 +56,9 @@ type MCP struct {
 	// Servers are the MCP servers whose tools the assistant may use.
 	// Default none.
 	Servers []MCPServer `yaml:"servers"`
+	// ApprovalTimeoutSec denies a call that needs approval when nobody
+	// answers within it. Default 300.
+	ApprovalTimeoutSec int `yaml:"approval_timeout_sec"`
 }
 
 // MCPServer is one MCP server the assistant uses: a stdio command or a
@@ -76,6 +80,9 @@ type MCPServer struct {
 	HeadersEnv map[string]string `yaml:"headers_env"`
 	// Tools, if not empty, offers only these of the server's tools.
 	Tools []string `yaml:"tools"`
+	// Confirm lists the tools (globs: "*", "write_*") whose every call a
+	// person must approve first, from any door. Default none.
+	Confirm []string `yaml:"confirm"`
 	// TimeoutSec bounds one tool call. Default 60.
 	TimeoutSec int `yaml:"timeout_sec"`
 }
@@ -352,7 +359,7 @@ func Defaults() Config {
 			},
 		},
 		Log: Log{Format: "text", Level: "info"},
-		MCP: MCP{Servers: []MCPServer{}},
+		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300},
 	}
 }
 
@@ -620,6 +627,9 @@ func (c *Config) Validate() error {
 	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	c.validateEmail(bad, envName)
 	c.validateMCPServers(bad, envName)
+	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
+		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
+	}
 	if c.MCP.ServeSend && !c.MCP.Serve {
 		bad("mcp.serve_send", "needs mcp.serve: true (send_message is a tool of the /mcp server)")
 	}
@@ -752,6 +762,11 @@ func (c *Config) validateMCPServers(bad func(string, string, ...any), envName fu
 		default:
 			if len(s.HeadersEnv) > 0 {
 				bad(key+".headers_env", "goes with url, not command")
+			}
+		}
+		for _, g := range s.Confirm {
+			if _, err := path.Match(g, ""); err != nil {
+				bad(key+".confirm", "%q is not a valid glob (use *, ?, [a-z])", g)
 			}
 		}
 		for _, v := range s.PassEnv {

@@ -27,12 +27,16 @@ const (
 	Reset      Type = "reset"
 	Busy       Type = "busy"
 	Error      Type = "error"
+	// ApprovalRequest: a tool call waits for a person's yes or no.
+	ApprovalRequest Type = "approval_request"
+	// ApprovalResult: the first answer (or the timeout, or a cancel).
+	ApprovalResult Type = "approval_result"
 )
 
 // Persisted reports whether events of type t are written to the chat log.
 func (t Type) Persisted() bool {
 	switch t {
-	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset:
+	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult:
 		return true
 	}
 	return false
@@ -253,4 +257,28 @@ func (e Event) Message() (m Message, ok bool) {
 		return Message{Content: d.Content, Partial: d.Partial}, true
 	}
 	return m, false
+}
+
+// Approval decisions.
+const (
+	Approve = "approve"
+	Deny    = "deny"
+)
+
+// ApprovalRequestData is the payload of an approval_request event: the
+// tool call that waits, as the model made it.
+type ApprovalRequestData struct {
+	ID     string          `json:"id"`
+	Server string          `json:"server,omitempty"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"`
+}
+
+// ApprovalResultData is the payload of an approval_result event. By is the
+// door that answered (web, console, api, …) or timeout, cancel, shutdown
+// or restart for a call nobody answered.
+type ApprovalResultData struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`
+	By       string `json:"by"`
 }

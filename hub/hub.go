@@ -109,6 +109,9 @@ type Config struct {
 	// Index serves history_search and Search. Nil: searching fails with
 	// ErrNoIndex.
 	Index Index
+	// ApprovalTimeout denies a Confirm tool's call nobody answered within
+	// it. Default DefaultApprovalTimeout (5 minutes).
+	ApprovalTimeout time.Duration
 	// Tools, if set, returns more tools for each turn besides the history
 	// tools (the MCP servers' that are ready). It is called on the hub's
 	// goroutine as a turn starts and must not block.
@@ -338,18 +341,19 @@ type SessionManager struct {
 	turns sync.WaitGroup
 
 	// Everything below is owned by the Run goroutine.
-	sess     sessionFile
-	seq      int64
-	buf      []*Frame // replay buffer, seq order
-	volatile int      // status/delta frames in buf (dropped when their turn ends)
-	bufFirst int64    // lowest seq the buffer covers; events before it were trimmed
-	ring     *history.Ring
-	subs     map[*Subscription]struct{}
-	turn     *turn
-	pending  *Input            // busy_policy queue: the one input waiting
-	patient  []Input           // Patient inputs waiting, in order
-	accepted map[string]*Frame // client_msg_id → echo
-	ids      []string          // accepted ids, oldest first, to bound the map
+	sess      sessionFile
+	seq       int64
+	buf       []*Frame // replay buffer, seq order
+	volatile  int      // status/delta frames in buf (dropped when their turn ends)
+	bufFirst  int64    // lowest seq the buffer covers; events before it were trimmed
+	ring      *history.Ring
+	subs      map[*Subscription]struct{}
+	turn      *turn
+	approvals map[string]*approval // tool calls waiting for a yes or no, by id
+	pending   *Input               // busy_policy queue: the one input waiting
+	patient   []Input              // Patient inputs waiting, in order
+	accepted  map[string]*Frame    // client_msg_id → echo
+	ids       []string             // accepted ids, oldest first, to bound the map
 
 	waiters      map[string][]chan<- TurnOutcome // running turn → who wants its outcome
 	outcomes     map[string]TurnOutcome          // recent finished turns
@@ -399,6 +403,9 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	if cfg.Clock == nil {
 		cfg.Clock = idle.System()
 	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTimeout
+	}
 	return &SessionManager{
 		cfg:       cfg,
 		log:       log,
@@ -414,6 +421,7 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 		watch:     idle.New(cfg.IdleTimeout, cfg.Clock),
 		shortTerm: make(chan []event.Event, 1),
 		metrics:   newMetrics(),
+		approvals: map[string]*approval{},
 	}
 }
 
@@ -524,6 +532,15 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			m.metrics.firstToken.Observe(time.Since(m.turn.begun).Seconds())
 		}
 		m.publish(c.e)
+	case approvalCmd:
+		m.ask(c)
+	case decideCmd:
+		d, err := m.decide(c.id, c.decision, c.by)
+		c.reply <- decideReply{d, err}
+	case approvalTimeoutCmd:
+		if a, ok := m.approvals[c.id]; ok {
+			m.resolve(a, event.Deny, ByTimeout)
+		}
 	case turnDoneCmd:
 		if m.turn == nil || m.turn.id != c.turn {
 			return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -36,11 +37,23 @@ func (m *SessionManager) restore(tail []event.Event) {
 		m.seq = e.Seq
 		clean = append(clean, e)
 	}
-	var open *event.Event // the last turn, while it has no turn_end
+	var open *event.Event                 // the last turn, while it has no turn_end
+	type ask struct{ id, turn string }
+	var asked []ask // approval requests without a result
 	resetAt := -1
 	for i, e := range clean {
 		m.ring.Add(e)
 		switch e.Type {
+		case event.ApprovalRequest:
+			var d event.ApprovalRequestData
+			if e.Decode(&d) == nil {
+				asked = append(asked, ask{d.ID, e.Turn})
+			}
+		case event.ApprovalResult:
+			var d event.ApprovalResultData
+			if e.Decode(&d) == nil {
+				asked = slices.DeleteFunc(asked, func(a ask) bool { return a.id == d.ID })
+			}
 		case event.User:
 			open = &clean[i]
 		case event.TurnEnd:
@@ -81,6 +94,10 @@ func (m *SessionManager) restore(tail []event.Event) {
 	}
 	m.trimBuffer()
 
+	for _, a := range asked {
+		// It waited when the process died: nobody can answer it now.
+		m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByRestart}))
+	}
 	if open != nil {
 		// The process died mid-turn: close the turn for everyone.
 		m.publish(event.New(event.TurnEnd, open.Turn, time.Time{}, event.TurnEndData{

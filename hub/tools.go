@@ -87,7 +87,12 @@ func (m *SessionManager) tools(turn string) []agent.Tool { return HistoryTools(m
 func (m *SessionManager) turnTools(turn string) []agent.Tool {
 	tools := m.tools(turn)
 	if m.cfg.Tools != nil {
-		tools = append(tools, m.cfg.Tools()...)
+		for _, t := range m.cfg.Tools() {
+			if t.Confirm {
+				t = m.confirmed(turn, t)
+			}
+			tools = append(tools, t)
+		}
 	}
 	return tools
 }

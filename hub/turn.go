@@ -280,6 +280,12 @@ func (m *SessionManager) startPending(ctx context.Context) {
 // completed), a notice when cancelled, then turn_end — and frees the session.
 func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usage) {
 	t := m.turn
+	// A call still waiting for approval is denied before the turn ends.
+	by := ByCancel
+	if status == event.StatusInterrupted {
+		by = ByShutdown
+	}
+	m.denyWaiting(t.id, by)
 	m.turn = nil
 	// Observed before turn_end goes out, so whoever sees it sees this too.
 	m.metrics.turnDuration.WithLabelValues(status).Observe(time.Since(t.begun).Seconds())

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ type ServerConfig struct {
 	Headers map[string]string
 	// Tools, if not empty, is the allowlist of tool names offered.
 	Tools []string
+	// Confirm globs name the tools whose calls need approval.
+	Confirm []string
 	// Timeout bounds one tool call. Default 60 s.
 	Timeout time.Duration
 }
@@ -333,6 +336,7 @@ func (c *client) agentTools() []agent.Tool {
 		out = append(out, agent.Tool{
 			Name:        c.cfg.Name + ToolSeparator + name,
 			Server:      c.cfg.Name,
+			Confirm:     slices.ContainsFunc(c.cfg.Confirm, func(g string) bool { ok, _ := path.Match(g, name); return ok }),
 			Description: t.Description,
 			Parameters:  schema,
 			Call:        func(ctx context.Context, args json.RawMessage) (string, error) { return c.call(ctx, name, args) },

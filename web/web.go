@@ -8,6 +8,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 //go:embed static
@@ -33,6 +35,7 @@ type Session interface {
 	Info(ctx context.Context) (hub.Info, error)
 	Cancel(ctx context.Context) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
+	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error)
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
@@ -86,6 +89,25 @@ func Handler(s Session, o Options) http.Handler {
 	})
 	api.HandleFunc("POST /api/reset", func(w http.ResponseWriter, r *http.Request) {
 		d, err := s.Reset(r.Context(), hub.ResetManual)
+		if err != nil {
+			httpjson.WriteError(w, sessionErr(err))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, d)
+	})
+	api.HandleFunc("POST /api/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Decision string `json:"decision"`
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, 4096))
+		if err == nil {
+			err = strictjson.Unmarshal(b, &body)
+		}
+		if err != nil {
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_json", `send {"decision":"approve"} or {"decision":"deny"}: `+err.Error()))
+			return
+		}
+		d, err := s.Decide(r.Context(), r.PathValue("id"), body.Decision, "api")
 		if err != nil {
 			httpjson.WriteError(w, sessionErr(err))
 			return
@@ -225,6 +247,10 @@ func sessionErr(err error) error {
 		return httpjson.Errorf(http.StatusBadRequest, "bad_"+bad.Name, bad.Error()+" (use a seq number or an RFC 3339 time)")
 	case errors.Is(err, hub.ErrNoHistory):
 		return httpjson.Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
+	case errors.Is(err, hub.ErrNoApproval):
+		return httpjson.Errorf(http.StatusNotFound, "no_approval", err.Error())
+	case errors.Is(err, hub.ErrBadDecision):
+		return httpjson.Errorf(http.StatusBadRequest, "bad_decision", err.Error())
 	case errors.Is(err, hub.ErrNoIndex):
 		return httpjson.Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
 	case hub.IsQueryError(err):

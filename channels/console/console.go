@@ -32,6 +32,7 @@ type Session interface {
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
 	Cancel(ctx context.Context) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
+	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 	Info(ctx context.Context) (hub.Info, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
@@ -82,6 +83,8 @@ func (s *LogSink) swap(w io.Writer) io.Writer {
 
 const help = `Type a message and press Enter to send it to the assistant.
   /cancel          cancel the running reply (Ctrl-C does too)
+  /approve [id]    let a tool call that waits for approval run (id: when several wait)
+  /deny [id]       refuse it
   /reset           consolidate memory and start a fresh context (keeps recent exchanges)
   /history [n]     show the last n events (default 20)
   /search <text>   search the whole conversation history
@@ -213,6 +216,11 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 			r.p.say("cancel failed: " + err.Error())
 		case !ok:
 			r.p.say(r.p.o.style(dim, "nothing to cancel"))
+		}
+	case "/approve", "/deny":
+		// Everyone sees the approval_result; only a failure is printed here.
+		if _, err := r.s.Decide(ctx, arg, strings.TrimPrefix(cmd, "/"), event.ChannelConsole); err != nil {
+			r.p.say(strings.TrimPrefix(cmd, "/") + " failed: " + err.Error())
 		}
 	case "/reset":
 		if _, err := r.s.Reset(ctx, hub.ResetManual); err != nil {

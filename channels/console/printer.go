@@ -187,6 +187,16 @@ func (p *printer) event(e event.Event) {
 		case event.StatusInterrupted:
 			p.line(p.o.style(dim, "[interrupted]"))
 		}
+	case event.ApprovalRequest:
+		d := decode[event.ApprovalRequestData](e)
+		p.line(p.o.style(bold, fmt.Sprintf("approval needed [%s]: ", d.ID)) + fmt.Sprintf("%s %s — /approve %s or /deny %s", d.Tool, clip(string(d.Args), 200), d.ID, d.ID))
+	case event.ApprovalResult:
+		d := decode[event.ApprovalResultData](e)
+		word := "approved"
+		if d.Decision != event.Approve {
+			word = "denied"
+		}
+		p.line(p.o.style(dim, fmt.Sprintf("[%s] %s (%s)", d.ID, word, d.By)))
 	case event.Notice:
 		p.line(p.o.style(dim, decode[event.TextData](e).Text))
 	case event.Reset:

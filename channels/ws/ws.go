@@ -32,6 +32,7 @@ type Session interface {
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
 	Cancel(ctx context.Context) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
+	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -119,6 +120,7 @@ type clientFrame struct {
 	Content     string `json:"content"`
 	ClientMsgID string `json:"client_msg_id"`
 	Action      string `json:"action"`
+	ID          string `json:"id"` // approve/deny: the approval_request's id
 }
 
 // directQueue bounds per-connection replies (busy, error, duplicate echo).
@@ -352,7 +354,7 @@ func (cn *conn) read(ctx context.Context) {
 		case "message":
 			cn.submit(ctx, f)
 		case "command":
-			cn.command(ctx, f.Action)
+			cn.command(ctx, f.Action, f.ID)
 		default:
 			cn.replyError("unknown_type", `unknown frame type "`+f.Type+`"; use "message" or "command"`, f.ClientMsgID)
 		}
@@ -400,8 +402,17 @@ func (cn *conn) submit(ctx context.Context, f clientFrame) {
 	}
 }
 
-func (cn *conn) command(ctx context.Context, action string) {
+func (cn *conn) command(ctx context.Context, action, id string) {
 	switch action {
+	case event.Approve, event.Deny:
+		// Everyone sees the approval_result; only a failure is ours alone.
+		if _, err := cn.h.s.Decide(ctx, id, action, event.ChannelWeb); err != nil {
+			code := "bad_approval"
+			if errors.Is(err, hub.ErrNoApproval) {
+				code = "no_approval"
+			}
+			cn.replyError(code, err.Error(), "")
+		}
 	case "cancel":
 		ok, err := cn.h.s.Cancel(ctx)
 		if err != nil {
@@ -415,7 +426,7 @@ func (cn *conn) command(ctx context.Context, action string) {
 			cn.replyError("internal", err.Error(), "")
 		}
 	default:
-		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel" or "reset"`, "")
+		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel", "reset", "approve" or "deny"`, "")
 	}
 }
 

@@ -1,0 +1,168 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// Approvals. A tool marked Confirm pauses its turn: the hub broadcasts an
+// approval_request, any door may answer (Decide), the first answer wins
+// and is broadcast as approval_result; no answer within ApprovalTimeout,
+// a cancel, the turn's end or shutdown deny it. Both events go to the chat
+// log; after a crash a request without a result is denied ("restart") as
+// its turn is marked interrupted.
+
+// Who decided, for a call no person answered.
+const (
+	ByTimeout  = "timeout"
+	ByCancel   = "cancel"
+	ByShutdown = "shutdown"
+	ByRestart  = "restart"
+)
+
+// ErrNoApproval means no approval with that id is waiting (it was never
+// asked, or is already answered, timed out or cancelled).
+var ErrNoApproval = errors.New("no tool call is waiting for that approval (already answered, timed out, or unknown)")
+
+// ErrBadDecision rejects a decision other than approve or deny.
+var ErrBadDecision = errors.New(`the decision must be "approve" or "deny"`)
+
+// DefaultApprovalTimeout is how long a call waits for an answer.
+const DefaultApprovalTimeout = 300 * time.Second
+
+type approval struct {
+	id, turn string
+	reply    chan event.ApprovalResultData // buffered: the hub never waits on it
+	timer    *time.Timer
+}
+
+type (
+	approvalCmd struct {
+		turn         string
+		server, tool string
+		args         json.RawMessage
+		reply        chan event.ApprovalResultData
+	}
+	decideCmd struct {
+		id, decision, by string
+		reply            chan decideReply
+	}
+	decideReply struct {
+		d   event.ApprovalResultData
+		err error
+	}
+	approvalTimeoutCmd struct{ id string }
+)
+
+// ask publishes the request and waits for its answer. It runs on the hub's
+// goroutine; the answer arrives on c.reply later.
+func (m *SessionManager) ask(c approvalCmd) {
+	if m.turn == nil || m.turn.id != c.turn {
+		c.reply <- event.ApprovalResultData{Decision: event.Deny, By: ByCancel}
+		return
+	}
+	id := "a" + strconv.FormatInt(m.seq+1, 10)
+	args := c.args
+	if len(args) == 0 || !json.Valid(args) {
+		args, _ = json.Marshal(string(c.args))
+	}
+	m.publish(event.New(event.ApprovalRequest, c.turn, time.Time{}, limitData(event.ApprovalRequestData{ID: id, Server: c.server, Tool: c.tool, Args: args})))
+	a := &approval{id: id, turn: c.turn, reply: c.reply}
+	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() {
+		select {
+		case m.cmds <- approvalTimeoutCmd{id}:
+		case <-m.done:
+		}
+	})
+	m.approvals[id] = a
+}
+
+// decide answers the approval id; "" means the only one waiting.
+func (m *SessionManager) decide(id, decision, by string) (event.ApprovalResultData, error) {
+	if decision != event.Approve && decision != event.Deny {
+		return event.ApprovalResultData{}, ErrBadDecision
+	}
+	if id == "" && len(m.approvals) == 1 {
+		for only := range m.approvals {
+			id = only
+		}
+	}
+	a, ok := m.approvals[id]
+	if !ok {
+		if id == "" && len(m.approvals) > 1 {
+			return event.ApprovalResultData{}, errors.New("several tool calls wait for approval: name one by its id")
+		}
+		return event.ApprovalResultData{}, ErrNoApproval
+	}
+	return m.resolve(a, decision, by), nil
+}
+
+// resolve publishes the result and hands it to the waiting tool call.
+func (m *SessionManager) resolve(a *approval, decision, by string) event.ApprovalResultData {
+	a.timer.Stop()
+	delete(m.approvals, a.id)
+	d := event.ApprovalResultData{ID: a.id, Decision: decision, By: by}
+	m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, d))
+	a.reply <- d
+	return d
+}
+
+// denyWaiting denies every approval of turn (its turn is ending).
+func (m *SessionManager) denyWaiting(turn, by string) {
+	for _, a := range m.approvals {
+		if a.turn == turn {
+			m.resolve(a, event.Deny, by)
+		}
+	}
+}
+
+// Decide answers a waiting approval: decision is event.Approve or
+// event.Deny, by names the door. id "" answers the only one waiting.
+// ErrNoApproval if none is waiting with that id.
+func (m *SessionManager) Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error) {
+	reply := make(chan decideReply, 1)
+	r, err := call(ctx, m, decideCmd{id: id, decision: decision, by: by, reply: reply}, reply)
+	if err != nil {
+		return event.ApprovalResultData{}, err
+	}
+	return r.d, r.err
+}
+
+// confirmed wraps t so that each call first asks for approval on the turn
+// turn; a denied call is not run and the model is told who said no.
+func (m *SessionManager) confirmed(turn string, t agent.Tool) agent.Tool {
+	run := t.Call
+	t.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
+		reply := make(chan event.ApprovalResultData, 1)
+		c := approvalCmd{turn: turn, server: t.Server, tool: t.Name, args: args, reply: reply}
+		select {
+		case m.cmds <- c:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-m.done:
+			return "", ErrClosed
+		}
+		var d event.ApprovalResultData
+		select {
+		case d = <-reply:
+		case <-ctx.Done():
+			return "", ctx.Err() // the turn was cancelled: the hub denies it
+		}
+		switch {
+		case d.Decision == event.Approve:
+			return run(ctx, args)
+		case d.By == ByTimeout:
+			return "", fmt.Errorf("nobody approved this call of %s within %s, so it was not run", t.Name, m.cfg.ApprovalTimeout)
+		default:
+			return "", fmt.Errorf("the user denied this call of %s (answered from %s); it was not run — do not retry it unless asked", t.Name, d.By)
+		}
+	}
+	return t
+}
