@@ -48,6 +48,10 @@ const (
 	StatusReplaced = "replaced"
 	// StatusUnknown: the turn is too old for its outcome to be known.
 	StatusUnknown = "unknown"
+	// StatusNotRecorded: a waiting input could not be written to the chat
+	// log when its turn came, so it never ran; TurnOutcome.Err says why
+	// (a *StorageError). Offer it again later.
+	StatusNotRecorded = "not_recorded"
 )
 
 // TurnOutcome is how a turn ended, for the channel its input came from.
@@ -56,6 +60,9 @@ type TurnOutcome struct {
 	Status string `json:"status"`
 	Reply  string `json:"reply"`
 	Error  string `json:"error,omitempty"`
+	// Err is what kept a waiting input from running (a *StorageError with
+	// StatusNotRecorded); nil once it ran.
+	Err error `json:"-"`
 }
 
 // Log is where persisted events go. *history.Log implements it.
@@ -179,6 +186,12 @@ type Info struct {
 	Turn        string `json:"turn,omitempty"`
 	LastSeq     int64  `json:"last_seq"`
 	Subscribers int    `json:"subscribers"`
+	// Storage is "" while the session's writes succeed, else StorageFull
+	// or StorageFailed: from a failed write of the chat log or a memory
+	// file until the next write of that part succeeds. StorageError names
+	// the part and its error.
+	Storage      string `json:"storage,omitempty"`
+	StorageError string `json:"storage_error,omitempty"`
 	// Counters since the process started, for /metrics.
 	Counters Counters `json:"-"`
 }
@@ -351,6 +364,11 @@ type SessionManager struct {
 	counters     Counters
 	shortTerm    chan []event.Event // latest transcript for short_term.md (1 slot)
 	bg           sync.WaitGroup     // memory writers
+	faults       map[string]*fault  // parts that cannot be written, by part
+
+	// stopping is closed when shutdown begins: the memory writers then
+	// stop reporting to the hub.
+	stopping chan struct{}
 }
 
 type turn struct {
@@ -399,6 +417,8 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 		bufFirst:  1,
 		watch:     idle.New(cfg.IdleTimeout, cfg.Clock),
 		shortTerm: make(chan []event.Event, 1),
+		faults:    map[string]*fault{},
+		stopping:  make(chan struct{}),
 	}
 }
 
@@ -484,6 +504,8 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		c.reply <- submitReply{res, err}
 	case resetCmd:
 		c.reply <- m.reset(ctx, c.reason)
+	case storageCmd:
+		m.stored(c.part, c.err, c.attrs...)
 	case recentCmd:
 		c.reply <- m.recent(c.n)
 	case cancelCmd:
@@ -533,6 +555,7 @@ func (m *SessionManager) info() Info {
 	if m.turn != nil {
 		i.Turn = m.turn.id
 	}
+	i.Storage, i.StorageError = m.storageState()
 	// Copies: the caller reads them on another goroutine.
 	i.Counters = Counters{Turns: maps.Clone(m.counters.Turns), Resets: maps.Clone(m.counters.Resets),
 		SlowConsumers: m.counters.SlowConsumers, Rejected: m.counters.Rejected}
@@ -573,7 +596,8 @@ func call[T any](ctx context.Context, m *SessionManager, c any, reply chan T) (T
 
 // Submit offers a user input to the session. See Outcome for the results;
 // an error means the input was not accepted (an *InputError such as
-// ErrEmpty, ErrClosed, a chat log failure) and nothing was recorded. The
+// ErrEmpty, ErrClosed, a *StorageError when the chat log could not take
+// it) and nothing was recorded, echoed or run. The
 // input is cleaned first (see clean): what is echoed and run may differ
 // from what the door passed in.
 func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
@@ -624,6 +648,7 @@ func (m *SessionManager) Done() <-chan struct{} { return m.done }
 // will not run, makes the log durable and closes every subscription with
 // ErrClosed.
 func (m *SessionManager) shutdown() {
+	close(m.stopping)
 	if m.turn != nil {
 		m.turn.cancel()
 		m.finish(event.StatusInterrupted, m.turn.text.String(), "", nil)
@@ -650,6 +675,7 @@ func (m *SessionManager) shutdown() {
 	case <-time.After(2 * time.Second):
 		m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
 	}
+	m.drainReports()
 }
 
 func derefInputs(p *Input) []Input {

@@ -212,11 +212,17 @@ func (m *SessionManager) saveShortTerm() {
 
 // writeShortTerm writes short_term.md whenever the hub hands it a new
 // snapshot, until shutdown closes the channel (after its last snapshot).
+// The hub hears of every failure and of the first success after one, and
+// logs them (see stored): a disk that stays full is one line, not one per
+// turn.
 func (m *SessionManager) writeShortTerm() {
+	failing := false
 	for evs := range m.shortTerm {
-		if err := m.cfg.Memory.WriteShortTerm(evs); err != nil {
-			m.cfg.Logger.Error("write short-term memory", "err", err)
+		err := m.cfg.Memory.WriteShortTerm(evs)
+		if (err != nil || failing) && !m.report(partShortTerm, err) && err != nil {
+			m.cfg.Logger.Error("write short-term memory", "err", err) // the hub is stopping
 		}
+		failing = err != nil
 	}
 }
 

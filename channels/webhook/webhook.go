@@ -161,7 +161,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		defer t.Stop()
 		select {
 		case o := <-done:
-			httpjson.Write(w, http.StatusOK, WaitResponse(o))
+			httpjson.Write(w, http.StatusOK, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error})
 		case <-t.C:
 			httpjson.Write(w, http.StatusGatewayTimeout, WaitResponse{Turn: turn, Status: "pending",
 				Error: "the reply did not finish in time; it goes on — watch /ws or retry with the same client_msg_id"})
