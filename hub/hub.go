@@ -435,7 +435,11 @@ type (
 	cancelCmd struct{ reply chan bool }
 	resetCmd  struct {
 		reason string
-		reply  chan event.ResetData
+		reply  chan resetReply
+	}
+	resetReply struct {
+		d   event.ResetData
+		err error
 	}
 	recentCmd struct {
 		n     int
@@ -492,7 +496,11 @@ func (m *SessionManager) Run(ctx context.Context) error {
 				m.watch.Touch() // work goes on: quiet means nobody and nothing active
 				continue
 			}
-			m.reset(ctx, ResetIdle)
+			if _, err := m.reset(ctx, ResetIdle); err != nil {
+				// Nothing changed (reset logged why): try again after
+				// another quiet period.
+				m.watch.Touch()
+			}
 		}
 	}
 }
@@ -503,7 +511,8 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		res, err := m.submit(ctx, c.in)
 		c.reply <- submitReply{res, err}
 	case resetCmd:
-		c.reply <- m.reset(ctx, c.reason)
+		d, err := m.reset(ctx, c.reason)
+		c.reply <- resetReply{d, err}
 	case storageCmd:
 		m.stored(c.part, c.err, c.attrs...)
 	case recentCmd:
@@ -635,10 +644,16 @@ func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscript
 }
 
 // Reset runs the reset sequence now (reason ResetManual or ResetIdle) and
-// returns the reset event's data.
+// returns the reset event's data. A *StorageError means the reset's files
+// could not be written and nothing changed (a running turn was cancelled
+// all the same).
 func (m *SessionManager) Reset(ctx context.Context, reason string) (event.ResetData, error) {
-	reply := make(chan event.ResetData, 1)
-	return call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+	reply := make(chan resetReply, 1)
+	r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+	if err != nil {
+		return event.ResetData{}, err
+	}
+	return r.d, r.err
 }
 
 // Done is closed when Run has returned.

@@ -1,15 +1,18 @@
 package hub
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/idle"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
 	"github.com/frontdesk-hq/frontdesk/internal/testlog"
@@ -168,6 +171,173 @@ func TestShortTermMemoryFaultLoggedOnce(t *testing.T) {
 	}
 	if st, _ := mem.ShortTerm(); !strings.Contains(st, "turn e") {
 		t.Errorf("short_term.md after recovery:\n%s", st)
+	}
+}
+
+// resetFault is a way to make a reset's writes fail.
+type resetFault struct {
+	name string
+	// fail makes the writes fail (after the hub started, with dir its
+	// data directory and log its chat log); it returns the cure.
+	fail func(t *testing.T, h *testHub, s *Subscription) (heal func())
+	code string
+}
+
+func TestResetIsAllOrNothing(t *testing.T) {
+	faults := []resetFault{
+		{name: "audit directory is a file", code: StorageFailed, fail: func(t *testing.T, h *testHub, _ *Subscription) func() {
+			p := filepath.Join(h.dir, "audit")
+			if err := os.WriteFile(p, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() { os.Remove(p) }
+		}},
+		{name: "session.json cannot be replaced", code: StorageFailed, fail: func(t *testing.T, h *testHub, _ *Subscription) func() {
+			return swapForDir(t, filepath.Join(h.dir, "session.json"))
+		}},
+		{name: "chat log full", code: StorageFull, fail: nil}, // set below: needs its own disk
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			dir := t.TempDir()
+			logPath := filepath.Join(dir, "chat_history.ndjson")
+			var disk *testdisk.Disk
+			if f.fail == nil {
+				// Only the chat log on a disk that fills: the audit file
+				// and session.json are written, the reset event is not.
+				disk = testdisk.New(t)
+				if !disk.Full {
+					t.Skip("needs a tmpfs (root)")
+				}
+				logPath = filepath.Join(disk.Dir, "chat_history.ndjson")
+			}
+			lg, err := history.Open(history.Options{Path: logPath, RotateMB: 5, Fsync: history.FsyncAlways})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, mem := withMemory(t, Config{DataDir: dir, RetainExchanges: 1})
+			h := startHubWithLog(t, cfg, &testagent.Count{N: 1}, lg)
+			s, _ := subscribe(t, h, 0)
+			talk(t, h, s, "my cat is called Miso")
+			talk(t, h, s, "I live in Lisbon")
+			before, _ := h.Info(ctxT(t))
+			_, snapBefore := subscribe(t, h, 0)
+			logBefore, _ := os.ReadFile(logPath)
+
+			var heal func()
+			if f.fail != nil {
+				heal = f.fail(t, h, s)
+			} else {
+				disk.Fail()
+				// A big input uses up what the log's last page had left.
+				if _, err := h.Submit(ctxT(t), Input{Channel: "web", Content: bigInput}); err == nil {
+					t.Fatal("an input was recorded on a full disk")
+				}
+				heal = disk.Heal
+				logBefore, _ = os.ReadFile(logPath)
+			}
+
+			_, err = h.Reset(ctxT(t), ResetManual)
+			var se *StorageError
+			if !errors.As(err, &se) || se.Code != f.code {
+				t.Fatalf("Reset = %v, want a *StorageError %s", err, f.code)
+			}
+			after, _ := h.Info(ctxT(t))
+			if after.Generation != before.Generation || after.LastSeq != before.LastSeq {
+				t.Fatalf("after a failed reset: %+v, before: %+v", after, before)
+			}
+			_, snapAfter := subscribe(t, h, 0)
+			if got, want := replaySeqs(snapAfter), replaySeqs(snapBefore); got != want {
+				t.Fatalf("buffer after a failed reset %s, before %s", got, want)
+			}
+			if frames, _ := s.Take(); len(frames) > 0 {
+				t.Fatalf("subscriber got %s from a failed reset", frames[0].Event.Type)
+			}
+			// Nothing half-written: no audit file, session.json and the
+			// chat log as they were.
+			if audits, _ := filepath.Glob(filepath.Join(h.dir, "audit", "*.ndjson")); len(audits) != 0 {
+				t.Fatalf("audit files left by a failed reset: %v", audits)
+			}
+			heal()
+			if g := generationOnDisk(t, h.dir); g != before.Generation {
+				t.Fatalf("session.json says generation %d after a failed reset, want %d", g, before.Generation)
+			}
+			if logAfter, _ := os.ReadFile(logPath); string(logAfter) != string(logBefore) {
+				t.Fatalf("chat log changed by a failed reset:\n%s", logAfter[len(logBefore):])
+			}
+			if lt, _ := mem.LongTerm(); lt != "" {
+				t.Fatalf("long-term memory written by a failed reset:\n%s", lt)
+			}
+
+			// Fixed: the reset goes through, all of it.
+			d, err := h.Reset(ctxT(t), ResetManual)
+			if err != nil || d.Kept != 1 {
+				t.Fatalf("Reset after the fault was fixed = %+v, %v", d, err)
+			}
+			if e := next(t, s); e.Type != event.Reset {
+				t.Fatalf("subscriber got %s, want reset", e.Type)
+			}
+			h.stop()
+			if g := generationOnDisk(t, h.dir); g != before.Generation+1 {
+				t.Fatalf("session.json generation %d, want %d", g, before.Generation+1)
+			}
+			if audits, _ := filepath.Glob(filepath.Join(h.dir, "audit", "*.ndjson")); len(audits) != 1 {
+				t.Fatalf("audit files: %v", audits)
+			}
+			if lt, _ := mem.LongTerm(); !strings.Contains(lt, "Miso") {
+				t.Fatalf("long-term memory after the reset:\n%s", lt)
+			}
+		})
+	}
+}
+
+func replaySeqs(snap Snapshot) string {
+	var b strings.Builder
+	for _, f := range snap.Replay {
+		b.WriteString(string(f.Event.Type))
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+func generationOnDisk(t *testing.T, dir string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s sessionFile
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Generation
+}
+
+func TestIdleResetRetriesAfterFailure(t *testing.T) {
+	clock := idle.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	rec, logger := testlog.New()
+	h := startHub(t, Config{IdleTimeout: 30 * time.Minute, Clock: clock, Logger: logger}, &testagent.Count{N: 1})
+	s, _ := subscribe(t, h, 0)
+	talk(t, h, s, "hello")
+	h.Info(ctxT(t)) // orders the test after the hub re-armed the timer
+	heal := swapForDir(t, filepath.Join(h.dir, "session.json"))
+
+	clock.Advance(30 * time.Minute)
+	rec.Wait(t, 1, testlog.Msg(slog.LevelError, "reset failed"))
+	if info, _ := h.Info(ctxT(t)); info.Generation != 1 {
+		t.Fatalf("generation %d after a failed idle reset", info.Generation)
+	}
+	heal()
+	// The timer was armed again: another quiet period, another try.
+	if err := clock.BlockUntil(ctxT(t), 1); err != nil {
+		t.Fatal("the idle timer was not armed again after a failed reset")
+	}
+	clock.Advance(30 * time.Minute)
+	if e := next(t, s); e.Type != event.Reset || data[event.ResetData](t, e).Reason != ResetIdle {
+		t.Fatalf("got %s %s, want the idle reset", e.Type, e.Data)
+	}
+	if info, _ := h.Info(ctxT(t)); info.Generation != 2 {
+		t.Fatalf("generation %d after the retried reset, want 2", info.Generation)
 	}
 }
 
