@@ -116,7 +116,14 @@ type Config struct {
 	// Index serves history_search and Search. Nil: searching fails with
 	// ErrNoIndex.
 	Index Index
+	// ConsolidateRetry is the first wait before a memory consolidation
+	// whose long_term.md could not be written is tried again; each retry
+	// doubles it, up to 5 minutes. Default 5 s. The waits run on Clock.
+	ConsolidateRetry time.Duration
 }
+
+// maxConsolidateRetry caps the wait between attempts to write long_term.md.
+const maxConsolidateRetry = 5 * time.Minute
 
 // Frame is an event with its wire encoding, made once and shared by every
 // subscriber. Neither field may be modified.
@@ -364,6 +371,7 @@ type SessionManager struct {
 	counters     Counters
 	shortTerm    chan []event.Event // latest transcript for short_term.md (1 slot)
 	bg           sync.WaitGroup     // memory writers
+	consolidated chan struct{}      // closed when the latest consolidation has ended; nil before the first
 	faults       map[string]*fault  // parts that cannot be written, by part
 
 	// stopping is closed when shutdown begins: the memory writers then
@@ -402,6 +410,9 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = idle.System()
+	}
+	if cfg.ConsolidateRetry <= 0 {
+		cfg.ConsolidateRetry = 5 * time.Second
 	}
 	return &SessionManager{
 		cfg:       cfg,

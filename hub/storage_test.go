@@ -341,6 +341,77 @@ func TestIdleResetRetriesAfterFailure(t *testing.T) {
 	}
 }
 
+func TestConsolidationRetriedUntilWritten(t *testing.T) {
+	clock := idle.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	rec, logger := testlog.New()
+	cfg, mem := withMemory(t, Config{Clock: clock, Logger: logger, ConsolidateRetry: 5 * time.Second})
+	h := startHub(t, cfg, &testagent.Count{N: 1})
+	s, _ := subscribe(t, h, 0)
+	talk(t, h, s, "my cat is called Miso")
+	heal := swapForDir(t, filepath.Join(mem.Dir(), "long_term.md"))
+
+	// The reset itself succeeds; the memory it consolidates waits.
+	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+		t.Fatal(err)
+	}
+	failed := part(slog.LevelWarn, "storage: cannot write", partLongTerm)
+	rec.Wait(t, 1, failed)
+	if info, _ := h.Info(ctxT(t)); info.Storage != StorageFailed || !strings.HasPrefix(info.StorageError, partLongTerm+": ") {
+		t.Fatalf("info = %+v, want storage_error naming long-term memory", info)
+	}
+	if l := rec.Lines(failed); l[0].Attrs["retry_in"] != "5s" {
+		t.Fatalf("first failure says retry_in %s, want 5s", l[0].Attrs["retry_in"])
+	}
+	// The retry after 5 s fails too and backs off to 10 s…
+	if err := clock.BlockUntil(ctxT(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second)
+	again := rec.Wait(t, 1, part(slog.LevelDebug, "storage: write failed again", partLongTerm))
+	if again[0].Attrs["retry_in"] != "10s" {
+		t.Fatalf("second failure says retry_in %s, want 10s", again[0].Attrs["retry_in"])
+	}
+	// …and once the file can be written, the next one lands.
+	heal()
+	if err := clock.BlockUntil(ctxT(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Second)
+	rec.Wait(t, 1, testlog.Msg(slog.LevelInfo, "memory consolidated"))
+	if info, _ := h.Info(ctxT(t)); info.Storage != "" {
+		t.Fatalf("info after the section landed = %+v", info)
+	}
+	h.stop()
+	lt, _ := mem.LongTerm()
+	if strings.Count(lt, "## ") != 1 || !strings.Contains(lt, "Miso") {
+		t.Fatalf("long_term.md after the retry:\n%s", lt)
+	}
+	if n := len(rec.Lines(failed)); n != 1 {
+		t.Errorf("%d warnings for the failing long-term memory, want 1", n)
+	}
+	if n := len(rec.Lines(part(slog.LevelInfo, "storage: writing works again", partLongTerm))); n != 1 {
+		t.Errorf("%d recovery lines, want 1", n)
+	}
+}
+
+func TestConsolidationPendingAtShutdownIsLogged(t *testing.T) {
+	rec, logger := testlog.New()
+	cfg, mem := withMemory(t, Config{Logger: logger, Clock: idle.NewFake(time.Now())})
+	h := startHub(t, cfg, &testagent.Count{N: 1})
+	s, _ := subscribe(t, h, 0)
+	talk(t, h, s, "my cat is called Miso")
+	swapForDir(t, filepath.Join(mem.Dir(), "long_term.md"))
+	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+		t.Fatal(err)
+	}
+	rec.Wait(t, 1, part(slog.LevelWarn, "storage: cannot write", partLongTerm))
+	h.stop()
+	lost := rec.Lines(testlog.Msg(slog.LevelError, "long-term memory not saved"))
+	if len(lost) != 1 || !strings.Contains(lost[0].Attrs["section"], "Miso") || !strings.Contains(lost[0].Attrs["section"], "## ") {
+		t.Fatalf("at shutdown with a section pending, logged %v; want one error with the section", lost)
+	}
+}
+
 // A queued input whose turn comes while the chat log cannot be written
 // never runs, and its sender hears why: an error with the storage code,
 // and the outcome StatusNotRecorded (so email offers it again).
