@@ -35,8 +35,8 @@ func (e *env) answeredOnce(raw string) {
 }
 
 func TestMailWaitsWhileTheChatLogCannotBeWritten(t *testing.T) {
+	disk := testdisk.New(t) // before newEnv: the process stops before the unmount
 	e := newEnv(t)
-	disk := testdisk.New(t)
 	e.logPath = filepath.Join(disk.Dir, "chat_history.ndjson")
 	e.start()
 	e.connected()
@@ -78,8 +78,8 @@ func (w submitWatch) Submit(ctx context.Context, in hub.Input) (hub.Result, erro
 // A mail that waited for a busy session and then could not be written to
 // the chat log never ran: it is retried, not answered with a note.
 func TestQueuedMailNotRecordedIsRetried(t *testing.T) {
+	disk := testdisk.New(t) // before newEnv: the process stops before the unmount
 	e := newEnv(t)
-	disk := testdisk.New(t)
 	if !disk.Full {
 		t.Skip("needs a tmpfs (root): the chat log is open before the fault")
 	}
@@ -110,8 +110,8 @@ func TestQueuedMailNotRecordedIsRetried(t *testing.T) {
 }
 
 func TestMailStaysUnseenWhileTheSpoolCannotBeWritten(t *testing.T) {
+	disk := testdisk.New(t) // before newEnv: the process stops before the unmount
 	e := newEnv(t)
-	disk := testdisk.New(t)
 	e.dir = disk.Dir
 	e.start()
 	eventually(t, "the first start's cursor", func() bool { return e.logs.count("first start: the cursor is placed") == 1 })

@@ -36,6 +36,8 @@ type Disk struct {
 }
 
 // New returns a Disk that is cleaned up (unmounted) when the test ends.
+// Call it before starting what writes there, so that the test's cleanup
+// stops that first.
 func New(t testing.TB) *Disk {
 	t.Helper()
 	dir := t.TempDir()
@@ -45,8 +47,13 @@ func New(t testing.TB) *Disk {
 			d.Full = true
 			d.ballast = filepath.Join(dir, ".ballast")
 			t.Cleanup(func() {
+				// Lazily if something still holds a file open there (a
+				// test that failed before stopping what it ran): the
+				// mount must not outlive the test either way.
 				if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-					t.Errorf("umount %s: %v: %s", dir, err, out)
+					if out2, err2 := exec.Command("umount", "-l", dir).CombinedOutput(); err2 != nil {
+						t.Errorf("umount %s: %v: %s; %v: %s", dir, err, out, err2, out2)
+					}
 				}
 			})
 		} else {
