@@ -5,16 +5,16 @@ import (
 )
 
 // publish stamps e with the next seq and the time, logs it if persisted,
-// and delivers it. A log failure is reported but does not stop the stream:
-// the event already happened.
+// and delivers it. A log failure is reported (see stored) but does not stop
+// the stream: the event already happened.
 func (m *SessionManager) publish(e event.Event) {
 	m.seq++
 	e.Seq = m.seq
 	e.TS = event.Time(m.cfg.Now())
 	if e.Type.Persisted() {
-		if err := m.appendLog(e); err != nil {
-			m.cfg.Logger.Error("append to chat log", "seq", e.Seq, "type", e.Type, "err", err)
-		} else {
+		err := m.appendLog(e)
+		m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
+		if err == nil {
 			m.indexed(e.Seq)
 		}
 	}

@@ -48,6 +48,10 @@ const (
 	StatusReplaced = "replaced"
 	// StatusUnknown: the turn is too old for its outcome to be known.
 	StatusUnknown = "unknown"
+	// StatusNotRecorded: a waiting input could not be written to the chat
+	// log when its turn came, so it never ran; TurnOutcome.Err says why
+	// (a *StorageError). Offer it again later.
+	StatusNotRecorded = "not_recorded"
 )
 
 // TurnOutcome is how a turn ended, for the channel its input came from.
@@ -56,6 +60,9 @@ type TurnOutcome struct {
 	Status string `json:"status"`
 	Reply  string `json:"reply"`
 	Error  string `json:"error,omitempty"`
+	// Err is what kept a waiting input from running (a *StorageError with
+	// StatusNotRecorded); nil once it ran.
+	Err error `json:"-"`
 }
 
 // Log is where persisted events go. *history.Log implements it.
@@ -116,7 +123,14 @@ type Config struct {
 	// tools (the MCP servers' that are ready). It is called on the hub's
 	// goroutine as a turn starts and must not block.
 	Tools func() []agent.Tool
+	// ConsolidateRetry is the first wait before a memory consolidation
+	// whose long_term.md could not be written is tried again; each retry
+	// doubles it, up to 5 minutes. Default 5 s. The waits run on Clock.
+	ConsolidateRetry time.Duration
 }
+
+// maxConsolidateRetry caps the wait between attempts to write long_term.md.
+const maxConsolidateRetry = 5 * time.Minute
 
 // Frame is an event with its wire encoding, made once and shared by every
 // subscriber. No field may be modified.
@@ -190,6 +204,12 @@ type Info struct {
 	Turn        string `json:"turn,omitempty"`
 	LastSeq     int64  `json:"last_seq"`
 	Subscribers int    `json:"subscribers"`
+	// Storage is "" while the session's writes succeed, else StorageFull
+	// or StorageFailed: from a failed write of the chat log or a memory
+	// file until the next write of that part succeeds. StorageError names
+	// the part and its error.
+	Storage      string `json:"storage,omitempty"`
+	StorageError string `json:"storage_error,omitempty"`
 	// Counters since the process started, for /metrics.
 	Counters Counters `json:"-"`
 }
@@ -363,6 +383,12 @@ type SessionManager struct {
 	counters     Counters
 	shortTerm    chan []event.Event // latest transcript for short_term.md (1 slot)
 	bg           sync.WaitGroup     // memory writers
+	consolidated chan struct{}      // closed when the latest consolidation has ended; nil before the first
+	faults       map[string]*fault  // parts that cannot be written, by part
+
+	// stopping is closed when shutdown begins: the memory writers then
+	// stop reporting to the hub.
+	stopping chan struct{}
 
 	metrics metrics // safe from any goroutine
 }
@@ -406,6 +432,9 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTimeout
 	}
+	if cfg.ConsolidateRetry <= 0 {
+		cfg.ConsolidateRetry = 5 * time.Second
+	}
 	return &SessionManager{
 		cfg:       cfg,
 		log:       log,
@@ -422,6 +451,8 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 		shortTerm: make(chan []event.Event, 1),
 		metrics:   newMetrics(),
 		approvals: map[string]*approval{},
+		faults:    map[string]*fault{},
+		stopping:  make(chan struct{}),
 	}
 }
 
@@ -438,7 +469,11 @@ type (
 	cancelCmd struct{ reply chan bool }
 	resetCmd  struct {
 		reason string
-		reply  chan event.ResetData
+		reply  chan resetReply
+	}
+	resetReply struct {
+		d   event.ResetData
+		err error
 	}
 	recentCmd struct {
 		n     int
@@ -495,7 +530,11 @@ func (m *SessionManager) Run(ctx context.Context) error {
 				m.watch.Touch() // work goes on: quiet means nobody and nothing active
 				continue
 			}
-			m.reset(ctx, ResetIdle)
+			if _, err := m.reset(ctx, ResetIdle); err != nil {
+				// Nothing changed (reset logged why): try again after
+				// another quiet period.
+				m.watch.Touch()
+			}
 		}
 	}
 }
@@ -506,7 +545,10 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		res, err := m.submit(ctx, c.in)
 		c.reply <- submitReply{res, err}
 	case resetCmd:
-		c.reply <- m.reset(ctx, c.reason)
+		d, err := m.reset(ctx, c.reason)
+		c.reply <- resetReply{d, err}
+	case storageCmd:
+		m.stored(c.part, c.err, c.attrs...)
 	case recentCmd:
 		c.reply <- m.recent(c.n)
 	case cancelCmd:
@@ -569,6 +611,7 @@ func (m *SessionManager) info() Info {
 	if m.turn != nil {
 		i.Turn = m.turn.id
 	}
+	i.Storage, i.StorageError = m.storageState()
 	// Copies: the caller reads them on another goroutine.
 	i.Counters = Counters{Turns: maps.Clone(m.counters.Turns), Resets: maps.Clone(m.counters.Resets),
 		SlowConsumers: m.counters.SlowConsumers, Rejected: m.counters.Rejected}
@@ -609,7 +652,8 @@ func call[T any](ctx context.Context, m *SessionManager, c any, reply chan T) (T
 
 // Submit offers a user input to the session. See Outcome for the results;
 // an error means the input was not accepted (an *InputError such as
-// ErrEmpty, ErrClosed, a chat log failure) and nothing was recorded. The
+// ErrEmpty, ErrClosed, a *StorageError when the chat log could not take
+// it) and nothing was recorded, echoed or run. The
 // input is cleaned first (see clean): what is echoed and run may differ
 // from what the door passed in.
 func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
@@ -647,10 +691,16 @@ func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscript
 }
 
 // Reset runs the reset sequence now (reason ResetManual or ResetIdle) and
-// returns the reset event's data.
+// returns the reset event's data. A *StorageError means the reset's files
+// could not be written and nothing changed (a running turn was cancelled
+// all the same).
 func (m *SessionManager) Reset(ctx context.Context, reason string) (event.ResetData, error) {
-	reply := make(chan event.ResetData, 1)
-	return call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+	reply := make(chan resetReply, 1)
+	r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+	if err != nil {
+		return event.ResetData{}, err
+	}
+	return r.d, r.err
 }
 
 // Done is closed when Run has returned.
@@ -660,6 +710,7 @@ func (m *SessionManager) Done() <-chan struct{} { return m.done }
 // will not run, makes the log durable and closes every subscription with
 // ErrClosed.
 func (m *SessionManager) shutdown() {
+	close(m.stopping)
 	if m.turn != nil {
 		m.turn.cancel()
 		m.finish(event.StatusInterrupted, m.turn.text.String(), "", nil)
@@ -687,6 +738,7 @@ func (m *SessionManager) shutdown() {
 	case <-time.After(2 * time.Second):
 		m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
 	}
+	m.drainReports()
 }
 
 func derefInputs(p *Input) []Input {

@@ -114,12 +114,53 @@ func (m *SessionManager) restore(tail []event.Event) {
 // (on a goroutine: a model call must not stall the session); append and
 // broadcast the reset event; bump the generation. Queued inputs then run
 // in the new generation.
-func (m *SessionManager) reset(ctx context.Context, reason string) event.ResetData {
+//
+// It is all or nothing on disk: the audit file, session.json with the next
+// generation and the reset event in the chat log are written before any
+// state in memory changes. If one of them fails, what was written is
+// undone (as far as the disk allows), nothing else changes, and the
+// *StorageError says why; a turn it cancelled stays cancelled.
+func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetData, error) {
 	m.cancelTurn()
-	if err := m.writeAudit(); err != nil {
-		// The chat log still holds everything; the audit copy is a convenience.
-		m.cfg.Logger.Error("write reset audit file", "err", err)
+	// Queued inputs run either way: in the new generation, or in the old
+	// one if the reset failed.
+	defer m.startPending(ctx)
+
+	// A reset is rare and its failure changes nothing, so each one is
+	// logged; it is not a lasting fault of its own (Info.Storage): the
+	// files it writes sit next to the chat log, whose next write shows a
+	// lasting fault, and the next reset tries them again.
+	fail := func(err error) (event.ResetData, error) {
+		se := storageErr("reset", err)
+		m.cfg.Logger.Error("reset failed; nothing changed", "reason", reason, "code", se.Code, "err", err)
+		return event.ResetData{}, se
 	}
+	audit, err := m.writeAudit()
+	if err != nil {
+		return fail(fmt.Errorf("write audit file: %w", err))
+	}
+	next := m.sess
+	next.Generation++
+	if err := saveSession(m.cfg.DataDir, next); err != nil {
+		m.undoAudit(audit)
+		return fail(fmt.Errorf("save session: %w", err))
+	}
+	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
+	e := event.New(event.Reset, "", m.cfg.Now(), d)
+	e.Seq = m.seq + 1
+	err = m.appendLog(e)
+	m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
+	if err != nil {
+		if rerr := saveSession(m.cfg.DataDir, m.sess); rerr != nil {
+			m.cfg.Logger.Error("session.json keeps the generation of a reset that failed", "generation", next.Generation, "err", rerr)
+		}
+		m.undoAudit(audit)
+		return fail(err)
+	}
+	m.seq = e.Seq
+	m.indexed(e.Seq)
+
+	// On disk: now the session in memory follows.
 	var outgoing []event.Event // this generation's conversation, for memory
 	for _, f := range m.buf {
 		if f.Event.Seq > m.lastReset && (f.Event.Type == event.User || f.Event.Type == event.Assistant) {
@@ -132,35 +173,30 @@ func (m *SessionManager) reset(ctx context.Context, reason string) event.ResetDa
 		bySeq[f.Event.Seq] = f
 	}
 	buf := make([]*Frame, 0, len(kept)+1)
-	for _, e := range kept {
-		f, ok := bySeq[e.Seq]
+	for _, k := range kept {
+		f, ok := bySeq[k.Seq]
 		if !ok {
-			f = newFrame(e)
+			f = newFrame(k)
 		}
 		buf = append(buf, f)
 	}
 	m.buf, m.volatile = buf, 0
-
-	m.sess.Generation++
-	if err := saveSession(m.cfg.DataDir, m.sess); err != nil {
-		m.cfg.Logger.Error("save session after reset", "err", err)
-	}
-	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
+	m.sess = next
 	bump(&m.counters.Resets, reason)
-	m.publish(event.New(event.Reset, "", time.Time{}, d))
+	m.deliver(e)
 	m.lastReset = m.seq
 	m.bufFirst = m.seq
 	m.consolidate(ctx, outgoing, reason)
 	m.saveShortTerm()
-	m.startPending(ctx)
-	return d
+	return d, nil
 }
 
-// writeAudit writes the whole buffer to audit/<time>.ndjson (0600).
-func (m *SessionManager) writeAudit() error {
+// writeAudit writes the whole buffer to audit/<time>.ndjson (0600) and
+// returns its path.
+func (m *SessionManager) writeAudit() (string, error) {
 	dir := filepath.Join(m.cfg.DataDir, "audit")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return "", err
 	}
 	var b bytes.Buffer
 	for _, f := range m.buf {
@@ -171,17 +207,35 @@ func (m *SessionManager) writeAudit() error {
 		e.V = event.LogVersion
 		line, err := json.Marshal(e)
 		if err != nil {
-			return err
+			return "", err
 		}
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	name := m.cfg.Now().UTC().Format("2006-01-02T15-04-05.000") + ".ndjson"
-	return atomicfile.Write(filepath.Join(dir, name), b.Bytes(), 0o600)
+	// A new name, never an earlier reset's (within one millisecond): a
+	// failed reset removes its audit file again.
+	base := filepath.Join(dir, m.cfg.Now().UTC().Format("2006-01-02T15-04-05.000"))
+	path := base + ".ndjson"
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(path); err != nil {
+			break // not there (or not to be known: the write will tell)
+		}
+		path = fmt.Sprintf("%s-%d.ndjson", base, i)
+	}
+	return path, atomicfile.Write(path, b.Bytes(), 0o600)
+}
+
+// undoAudit removes the audit file of a reset that did not happen.
+func (m *SessionManager) undoAudit(path string) {
+	if err := os.Remove(path); err != nil {
+		m.cfg.Logger.Error("reset failed, and its audit file stays", "path", path, "err", err)
+	}
 }
 
 // consolidate folds the outgoing conversation into long-term memory on a
-// goroutine of its own; its Wait is part of shutdown.
+// goroutine of its own; its Wait is part of shutdown. Sections land in the
+// order of the resets that made them: each goroutine summarises at once
+// but writes only after the previous one has finished.
 func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Event, reason string) {
 	mem := m.cfg.Memory
 	if mem == nil || len(transcript) == 0 {
@@ -189,23 +243,64 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 	}
 	sum, _ := m.agent.(memory.Summarizer)
 	now := m.cfg.Now()
-	log := m.cfg.Logger
-	ix := m.cfg.Index
+	prev, done := m.consolidated, make(chan struct{})
+	m.consolidated = done
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
+		defer close(done)
 		cctx, cancel := context.WithTimeout(ctx, consolidateTimeout)
-		defer cancel()
-		entry, err := mem.Consolidate(cctx, sum, transcript, reason, now)
-		if err != nil {
-			log.Error("consolidate memory", "err", err)
+		entry := memory.Summarize(cctx, sum, transcript, reason, now)
+		cancel()
+		if entry.Heading == "" {
 			return
 		}
-		log.Info("memory consolidated", "heading", entry.Heading, "fallback", entry.Fallback, "summarizer_err", entry.Err)
-		if ix != nil {
-			ix.NotifyMemory()
+		if prev != nil {
+			<-prev // ends by shutdown at the latest
 		}
+		m.saveLongTerm(ctx, mem, entry)
 	}()
+}
+
+// saveLongTerm appends entry to long_term.md, trying again after
+// Config.ConsolidateRetry, doubling up to maxConsolidateRetry, until it is
+// written or ctx ends; then it tries once more, and if that fails too it
+// logs the section that was not saved. The hub hears of the first failure
+// and of the success after it (see stored). Consolidation goroutine only.
+func (m *SessionManager) saveLongTerm(ctx context.Context, mem *memory.Store, entry memory.Entry) {
+	log := m.cfg.Logger
+	wait := m.cfg.ConsolidateRetry
+	failed := false
+	for {
+		err := mem.AppendLongTerm(entry)
+		if err == nil {
+			if failed {
+				m.report(partLongTerm, nil)
+			}
+			log.Info("memory consolidated", "heading", entry.Heading, "fallback", entry.Fallback, "summarizer_err", entry.Err)
+			if m.cfg.Index != nil {
+				m.cfg.Index.NotifyMemory()
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			log.Error("long-term memory not saved: the server stopped before long_term.md could be written; "+
+				"this section is not in it (add it by hand to keep it)",
+				"file", filepath.Join(mem.Dir(), memory.LongTermFile), "section", entry.Section(), "err", err)
+			return
+		}
+		if !m.report(partLongTerm, err, "heading", entry.Heading, "retry_in", wait) {
+			log.Error("write long-term memory", "err", err) // the hub is stopping
+		}
+		failed = true
+		t := m.cfg.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done(): // one last try
+			t.Stop()
+		}
+		wait = min(2*wait, maxConsolidateRetry)
+	}
 }
 
 // saveShortTerm hands the current context to the short-term writer,
@@ -229,11 +324,17 @@ func (m *SessionManager) saveShortTerm() {
 
 // writeShortTerm writes short_term.md whenever the hub hands it a new
 // snapshot, until shutdown closes the channel (after its last snapshot).
+// The hub hears of every failure and of the first success after one, and
+// logs them (see stored): a disk that stays full is one line, not one per
+// turn.
 func (m *SessionManager) writeShortTerm() {
+	failing := false
 	for evs := range m.shortTerm {
-		if err := m.cfg.Memory.WriteShortTerm(evs); err != nil {
-			m.cfg.Logger.Error("write short-term memory", "err", err)
+		err := m.cfg.Memory.WriteShortTerm(evs)
+		if (err != nil || failing) && !m.report(partShortTerm, err) && err != nil {
+			m.cfg.Logger.Error("write short-term memory", "err", err) // the hub is stopping
 		}
+		failing = err != nil
 	}
 }
 

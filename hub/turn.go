@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -132,8 +133,11 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 		Channel: in.Channel, From: in.From, Content: content, ClientMsgID: in.ClientMsgID,
 	})
 	e.Seq = seq
-	if err := m.appendLog(e); err != nil {
-		return Result{}, fmt.Errorf("record input: %w", err)
+	err := m.appendLog(e)
+	m.stored(partChatLog, err, "seq", seq, "type", e.Type)
+	if err != nil {
+		// Not on disk: not echoed, not run; the sender is told.
+		return Result{}, storageErr("record input", err)
 	}
 	m.seq = seq
 	m.indexed(seq)
@@ -268,11 +272,21 @@ func (m *SessionManager) startPending(ctx context.Context) {
 		return
 	}
 	if _, err := m.startTurn(ctx, next); err != nil {
-		m.cfg.Logger.Error("start queued input", "err", err)
-		if next.Notify != nil {
-			next.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: "internal", Message: err.Error(), ClientMsgID: next.ClientMsgID}))
+		code, msg := "internal", err.Error()
+		var se *StorageError
+		if errors.As(err, &se) {
+			code, msg = se.Code, se.Message() // stored has logged it
+		} else {
+			m.cfg.Logger.Error("start queued input", "err", err)
 		}
-		sendOutcome(next.Done, TurnOutcome{Status: event.StatusError, Error: err.Error()})
+		if next.Notify != nil {
+			next.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: code, Message: msg, ClientMsgID: next.ClientMsgID}))
+		}
+		status := event.StatusError
+		if se != nil {
+			status = StatusNotRecorded
+		}
+		sendOutcome(next.Done, TurnOutcome{Status: status, Error: msg, Err: err})
 	}
 }
 

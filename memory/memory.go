@@ -185,9 +185,22 @@ func (s *Store) WriteShortTerm(events []event.Event) error {
 	return nil
 }
 
-// Consolidate summarises transcript and appends the summary to
-// long_term.md as a section headed with now (in UTC), reason and the number
-// of exchanges (user inputs):
+// Consolidate summarises transcript (see Summarize) and appends the
+// summary to long_term.md (see AppendLongTerm). A transcript with no user
+// or assistant events appends nothing and returns the zero Entry. The
+// error is non-nil only when the file could not be read or written; the
+// Entry is filled in even then, so a caller may retry AppendLongTerm with
+// it without summarising again.
+func (s *Store) Consolidate(ctx context.Context, sum Summarizer, transcript []event.Event, reason string, now time.Time) (Entry, error) {
+	e := Summarize(ctx, sum, transcript, reason, now)
+	if e.Heading == "" {
+		return e, nil
+	}
+	return e, s.AppendLongTerm(e)
+}
+
+// Summarize makes the long-term memory section for transcript, headed with
+// now (in UTC), reason and the number of exchanges (user inputs):
 //
 //	## 2026-11-22 10:00 UTC — idle-timeout (3 exchanges)
 //
@@ -196,18 +209,14 @@ func (s *Store) WriteShortTerm(events []event.Event) error {
 // Only the user and assistant events of transcript count; those are what
 // sum gets. The summary comes from sum; when sum is nil, fails or returns
 // only whitespace, the offline Extractive summary is used instead and
-// Entry.Fallback is set, so a cancelled ctx still consolidates. Headings
+// Entry.Fallback is set, so a cancelled ctx still gives a section. Headings
 // inside the summary are demoted so that every "## " line in the file is a
-// consolidation. long_term.md is read, appended to in memory and replaced
-// atomically; concurrent calls append one after the other.
-//
-// A transcript with no user or assistant events appends nothing and
-// returns the zero Entry. The error is non-nil only when the file could not
-// be read or written; the Entry is filled in even then.
-func (s *Store) Consolidate(ctx context.Context, sum Summarizer, transcript []event.Event, reason string, now time.Time) (Entry, error) {
+// consolidation. A transcript with no user or assistant events gives the
+// zero Entry. It writes nothing.
+func Summarize(ctx context.Context, sum Summarizer, transcript []event.Event, reason string, now time.Time) Entry {
 	conv := conversation(transcript)
 	if len(conv) == 0 {
-		return Entry{}, nil
+		return Entry{}
 	}
 	var e Entry
 	exchanges := 0
@@ -240,15 +249,29 @@ func (s *Store) Consolidate(ctx context.Context, sum Summarizer, transcript []ev
 			e.Summary = "(No text worth keeping.)"
 		}
 	}
+	return e
+}
 
+// Section is e as AppendLongTerm writes it: its heading line, a blank
+// line and the summary.
+func (e Entry) Section() string {
+	return "## " + e.Heading + "\n\n" + e.Summary + "\n"
+}
+
+// AppendLongTerm appends e as a section to long_term.md: the file is read,
+// appended to in memory and replaced atomically, so a failed write leaves
+// it as it was and the same Entry may be appended again later. Concurrent
+// calls append one after the other.
+func (s *Store) AppendLongTerm(e Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, err := s.LongTerm()
 	if err != nil {
-		return e, fmt.Errorf("consolidate: %w", err)
+		return fmt.Errorf("append to long-term memory: %w", err)
 	}
+	sec := e.Section()
 	var b strings.Builder
-	b.Grow(len(old) + len(e.Heading) + len(e.Summary) + 8)
+	b.Grow(len(old) + len(sec) + 2)
 	b.WriteString(old)
 	if old != "" {
 		if !strings.HasSuffix(old, "\n") {
@@ -256,15 +279,11 @@ func (s *Store) Consolidate(ctx context.Context, sum Summarizer, transcript []ev
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString("## ")
-	b.WriteString(e.Heading)
-	b.WriteString("\n\n")
-	b.WriteString(e.Summary)
-	b.WriteByte('\n')
+	b.WriteString(sec)
 	if err := atomicfile.Write(filepath.Join(s.dir, LongTermFile), []byte(b.String()), filePerm); err != nil {
-		return e, fmt.Errorf("consolidate: %w", err)
+		return fmt.Errorf("append to long-term memory: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // ContextNote is the sentence added to the agent's context after a reset.

@@ -465,3 +465,35 @@ func TestSections(t *testing.T) {
 		t.Error("empty text has sections")
 	}
 }
+
+// A section that could not be written is kept by the caller and lands
+// whole, once, when the file can be written again; summarising writes
+// nothing.
+func TestAppendLongTermAfterAFailedWrite(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Summarize(context.Background(), fixed("Remember the milk."), chat(), "manual", t0)
+	path := filepath.Join(s.Dir(), LongTermFile)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Summarize wrote %s (%v)", path, err)
+	}
+	// A directory in its place: the file cannot be replaced, as root or not.
+	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendLongTerm(e); err == nil {
+		t.Fatal("AppendLongTerm succeeded over a directory")
+	}
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendLongTerm(e); err != nil {
+		t.Fatal(err)
+	}
+	lt, _ := s.LongTerm()
+	if lt != e.Section() || strings.Count(lt, "## ") != 1 || !strings.Contains(lt, "Remember the milk.") {
+		t.Fatalf("long_term.md:\n%s\nwant the one section:\n%s", lt, e.Section())
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -82,7 +81,7 @@ func Handler(s Session, o Options) http.Handler {
 	api.HandleFunc("POST /api/cancel", func(w http.ResponseWriter, r *http.Request) {
 		ok, err := s.Cancel(r.Context())
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": ok})
@@ -90,7 +89,7 @@ func Handler(s Session, o Options) http.Handler {
 	api.HandleFunc("POST /api/reset", func(w http.ResponseWriter, r *http.Request) {
 		d, err := s.Reset(r.Context(), hub.ResetManual)
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, d)
@@ -109,7 +108,7 @@ func Handler(s Session, o Options) http.Handler {
 		}
 		d, err := s.Decide(r.Context(), r.PathValue("id"), body.Decision, "api")
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, d)
@@ -122,7 +121,7 @@ func Handler(s Session, o Options) http.Handler {
 		}
 		evs, err := s.Recent(r.Context(), n)
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs)})
@@ -136,7 +135,7 @@ func Handler(s Session, o Options) http.Handler {
 		q := r.URL.Query()
 		evs, truncated, err := s.Range(r.Context(), q.Get("from"), q.Get("to"), limit)
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs), Truncated: truncated})
@@ -154,7 +153,7 @@ func Handler(s Session, o Options) http.Handler {
 		}
 		res, err := s.Search(r.Context(), q, limit)
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		if res.Hits == nil {
@@ -165,7 +164,7 @@ func Handler(s Session, o Options) http.Handler {
 	api.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
 		info, err := s.Info(r.Context())
 		if err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+			httpjson.WriteError(w, httpjson.FromSession(err))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, struct {
@@ -181,8 +180,14 @@ func Handler(s Session, o Options) http.Handler {
 	ui, _ := fs.Sub(static, "static")
 	mux.Handle("/", securityHeaders(http.FileServerFS(ui)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.Info(r.Context()); err != nil {
-			httpjson.WriteError(w, sessionErr(err))
+		info, err := s.Info(r.Context())
+		if err != nil {
+			httpjson.WriteError(w, httpjson.FromSession(err))
+			return
+		}
+		if info.Storage != "" {
+			// Until a write of the failing part succeeds again.
+			httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": info.Storage, "message": info.StorageError})
 			return
 		}
 		body := map[string]any{"status": "ok"}
@@ -235,28 +240,6 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
 		return 0, httpjson.Errorf(http.StatusBadRequest, "bad_"+name, fmt.Sprintf("%s must be a number from %d to %d", name, lo, hi))
 	}
 	return n, nil
-}
-
-// sessionErr maps the hub's errors to API errors: the one place for them.
-func sessionErr(err error) error {
-	var bad *hub.BadBoundError
-	switch {
-	case errors.Is(err, hub.ErrClosed):
-		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	case errors.As(err, &bad):
-		return httpjson.Errorf(http.StatusBadRequest, "bad_"+bad.Name, bad.Error()+" (use a seq number or an RFC 3339 time)")
-	case errors.Is(err, hub.ErrNoHistory):
-		return httpjson.Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
-	case errors.Is(err, hub.ErrNoApproval):
-		return httpjson.Errorf(http.StatusNotFound, "no_approval", err.Error())
-	case errors.Is(err, hub.ErrBadDecision):
-		return httpjson.Errorf(http.StatusBadRequest, "bad_decision", err.Error())
-	case errors.Is(err, hub.ErrNoIndex):
-		return httpjson.Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
-	case hub.IsQueryError(err):
-		return httpjson.Errorf(http.StatusBadRequest, "bad_query", err.Error())
-	}
-	return err
 }
 
 func securityHeaders(h http.Handler) http.Handler {
@@ -383,17 +366,20 @@ func tokenOK(r *http.Request, want string) bool {
 type sessionCollector struct {
 	s                       Session
 	subs, lastSeq, busy, up *prometheus.Desc
+	storageOK               *prometheus.Desc
 	turns, resets, slow     *prometheus.Desc
 	rejected                *prometheus.Desc
 }
 
 func newSessionCollector(s Session) *sessionCollector {
 	return &sessionCollector{
-		s:        s,
-		subs:     prometheus.NewDesc("frontdesk_subscribers", "Clients subscribed to the session stream.", nil, nil),
-		lastSeq:  prometheus.NewDesc("frontdesk_last_seq", "Sequence number of the newest event.", nil, nil),
-		busy:     prometheus.NewDesc("frontdesk_busy", "1 while a turn is running.", nil, nil),
-		up:       prometheus.NewDesc("frontdesk_session_up", "1 while the session hub answers.", nil, nil),
+		s:       s,
+		subs:    prometheus.NewDesc("frontdesk_subscribers", "Clients subscribed to the session stream.", nil, nil),
+		lastSeq: prometheus.NewDesc("frontdesk_last_seq", "Sequence number of the newest event.", nil, nil),
+		busy:    prometheus.NewDesc("frontdesk_busy", "1 while a turn is running.", nil, nil),
+		up:      prometheus.NewDesc("frontdesk_session_up", "1 while the session hub answers.", nil, nil),
+		storageOK: prometheus.NewDesc("frontdesk_storage_ok", "1 while the session's writes succeed; 0 from a failed write of the chat log "+
+			"or a memory file until that part is written again (/healthz says what failed).", nil, nil),
 		turns:    prometheus.NewDesc("frontdesk_turns_total", "Turns ended, by turn_end status.", []string{"status"}, nil),
 		resets:   prometheus.NewDesc("frontdesk_resets_total", "Resets, by reason.", []string{"reason"}, nil),
 		slow:     prometheus.NewDesc("frontdesk_slow_consumers_dropped_total", "Clients dropped for falling too far behind.", nil, nil),
@@ -406,6 +392,7 @@ func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lastSeq
 	ch <- c.busy
 	ch <- c.up
+	ch <- c.storageOK
 	ch <- c.turns
 	ch <- c.resets
 	ch <- c.slow
@@ -426,6 +413,11 @@ func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.subs, prometheus.GaugeValue, float64(info.Subscribers))
 	ch <- prometheus.MustNewConstMetric(c.lastSeq, prometheus.GaugeValue, float64(info.LastSeq))
 	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, busy)
+	storageOK := 1.0
+	if info.Storage != "" {
+		storageOK = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.storageOK, prometheus.GaugeValue, storageOK)
 	for status, n := range info.Counters.Turns {
 		ch <- prometheus.MustNewConstMetric(c.turns, prometheus.CounterValue, float64(n), status)
 	}

@@ -105,9 +105,11 @@ func Run(ctx context.Context, s Session, o Options) error {
 		EOFPrompt:       "\n",
 		HistoryLimit:    -1, // nothing typed here is kept outside the chat log
 	}
+	// Terminal handling follows the streams we were given, not the
+	// process's fds 0 and 1 (the library's default): a reader that is no
+	// file is never a terminal.
+	cfg.FuncIsTerminal = func() bool { return false }
 	if f, ok := o.Stdin.(*os.File); ok {
-		// Terminal handling follows the streams we were given, not the
-		// process's fds 0 and 1 (the library's default).
 		fd := int(f.Fd())
 		var saved *term.State
 		cfg.FuncIsTerminal = func() bool { return term.IsTerminal(fd) }
@@ -224,7 +226,7 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		}
 	case "/reset":
 		if _, err := r.s.Reset(ctx, hub.ResetManual); err != nil {
-			r.p.say("reset failed: " + err.Error())
+			r.p.say("reset failed: " + errText(err))
 		}
 	case "/status":
 		info, err := r.s.Info(ctx)
@@ -298,12 +300,22 @@ func (r *repl) send(ctx context.Context, content string) {
 	})
 	switch {
 	case err != nil:
-		r.p.say("not sent: " + err.Error())
+		r.p.say("not sent: " + errText(err))
 	case res.Outcome == hub.Rejected:
 		r.p.say(r.p.o.style(bold, "busy: ") + res.Busy.Message)
 	case res.Outcome == hub.Queued:
 		r.p.say(r.p.o.style(dim, res.Busy.Message))
 	}
+}
+
+// errText says what went wrong in a line for the terminal: a storage
+// fault by its code (the one the web and the API show) and its sentence.
+func errText(err error) string {
+	var se *hub.StorageError
+	if errors.As(err, &se) {
+		return se.Code + ": " + se.Message()
+	}
+	return err.Error()
 }
 
 // ANSI styles.

@@ -144,7 +144,8 @@ type Channel struct {
 	limiter *rateLimiter
 	spool   *spool
 
-	authReported bool // receiver only: a refused login was logged
+	authReported  bool // receiver only: a refused login was logged
+	spoolReported bool // receiver only: a failed spool write was logged
 
 	wakeWorker chan struct{} // 1 slot: inbox/ has new work
 	wakeSender chan struct{} // 1 slot: outbox/ has new work

@@ -478,6 +478,10 @@ type env struct {
 	agent *echoAgent
 	logs  *logBuf
 	p     *proc
+	// logPath, if set, is the chat log instead of dir/chat_history.ndjson.
+	logPath string
+	// wrap, if set, wraps the hub the channel is given (to watch its calls).
+	wrap func(Session) Session
 }
 
 type proc struct {
@@ -536,6 +540,9 @@ func (e *env) start(mutate ...func(*Options)) *proc {
 		t.Fatal("a process is already running")
 	}
 	path := filepath.Join(e.dir, "chat_history.ndjson")
+	if e.logPath != "" {
+		path = e.logPath
+	}
 	tail, _, err := history.ReadTail(path, 5000)
 	if err != nil {
 		t.Fatal(err)
@@ -553,7 +560,11 @@ func (e *env) start(mutate ...func(*Options)) *proc {
 	for _, m := range mutate {
 		m(&opts)
 	}
-	ch, err := New(h, opts)
+	var s Session = h
+	if e.wrap != nil {
+		s = e.wrap(h)
+	}
+	ch, err := New(s, opts)
 	if err != nil {
 		stopHub()
 		<-p.hubDone

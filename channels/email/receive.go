@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"os"
@@ -42,6 +43,22 @@ func (c *Channel) receive(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if se := (*spoolError)(nil); errors.As(err, &se) {
+			// Not the server's fault: the mail stays unread there and
+			// is fetched again once the spool can be written. Said once.
+			wait := bo.next()
+			level := slog.LevelError
+			if c.spoolReported {
+				level = slog.LevelDebug
+			}
+			c.log.Log(ctx, level, "cannot write the email spool; new mail stays unread on the server and is fetched again",
+				"dir", c.spool.dir, "err", err, "retry_in", wait.Round(time.Millisecond))
+			c.spoolReported = true
+			if !sleep(ctx, wait) {
+				return nil
+			}
+			continue
 		}
 		c.count(func(m *Metrics) { m.IMAPErrors++ })
 		var wait time.Duration
@@ -436,7 +453,7 @@ func (c *Channel) handle(ctx context.Context, cl *imapclient.Client, st *mailbox
 	c.count(func(mt *Metrics) { mt.Received++ })
 	if it != nil {
 		if err := writeJSON(c.spool.pendingPath(it.Key), it); err != nil {
-			return fmt.Errorf("record email: %w", err)
+			return &spoolError{fmt.Errorf("record email: %w", err)}
 		}
 		if err := c.step("recorded"); err != nil {
 			return err
@@ -475,7 +492,11 @@ func (c *Channel) advance(st *mailboxState, uid uint32, key string) error {
 	st.LastUID = max32(st.LastUID, uid)
 	st.remember(key)
 	if err := c.spool.saveState(); err != nil {
-		return fmt.Errorf("save email state: %w", err)
+		return &spoolError{fmt.Errorf("save email state: %w", err)}
+	}
+	if c.spoolReported {
+		c.log.Info("the email spool can be written again")
+		c.spoolReported = false
 	}
 	return nil
 }
@@ -526,9 +547,12 @@ func (c *Channel) decide(st *mailboxState, m meta, raw []byte) (string, *inboxIt
 // commit makes a recorded mail visible to the worker.
 func (c *Channel) commit(key string) error {
 	if err := os.Rename(c.spool.pendingPath(key), c.spool.inboxPath(key)); err != nil {
-		return fmt.Errorf("commit email: %w", err)
+		return &spoolError{fmt.Errorf("commit email: %w", err)}
 	}
-	return syncDir(c.spool.inbox)
+	if err := syncDir(c.spool.inbox); err != nil {
+		return &spoolError{fmt.Errorf("commit email: %w", err)}
+	}
+	return nil
 }
 
 // commitPending commits the recorded mail for which pick says so and

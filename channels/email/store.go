@@ -145,6 +145,14 @@ func (s *spool) saveState() error {
 	return atomicfile.Write(s.statePath(), b, 0o600)
 }
 
+// spoolError is a write to the spool that failed (a full disk, say): the
+// mail it was about is not lost — it is fetched again, or stays in inbox/
+// or outbox/ — but nothing moves until the spool can be written.
+type spoolError struct{ err error }
+
+func (e *spoolError) Error() string { return e.err.Error() }
+func (e *spoolError) Unwrap() error { return e.err }
+
 // keyOf turns a client_msg_id into a file-name-safe key.
 func keyOf(clientMsgID string) string {
 	h := sha256.Sum256([]byte(clientMsgID))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ const maxReferences = 20
 // arrival order, one at a time, and turns each into a reply in outbox/.
 func (c *Channel) work(ctx context.Context) error {
 	bo := backoff{min: time.Second, max: time.Minute}
+	failing := false // the last attempt failed: say so once, not at every retry
 	for {
 		items, errs := c.spool.inboxItems()
 		for _, err := range errs {
@@ -46,9 +48,19 @@ func (c *Channel) work(ctx context.Context) error {
 			}
 			if err != nil {
 				d := bo.next()
-				c.log.Warn("could not hand an email to the session; retrying", "from", it.From, "err", err, "retry_in", d.Round(time.Millisecond))
+				level := slog.LevelWarn
+				if failing {
+					level = slog.LevelDebug
+				}
+				c.log.Log(ctx, level, "could not hand an email to the session; it stays in the inbox and is retried",
+					"from", it.From, "err", err, "retry_in", d.Round(time.Millisecond))
+				failing = true
 				retry = time.After(d)
 				break
+			}
+			if failing {
+				c.log.Info("emails reach the session again", "from", it.From)
+				failing = false
 			}
 			bo.reset()
 		}
@@ -99,6 +111,11 @@ func (c *Channel) answer(ctx context.Context, it inboxItem) error {
 	case o = <-done:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if o.Status == hub.StatusNotRecorded {
+		// It waited its turn, then the chat log could not take it: it
+		// never ran. It stays in inbox/ for the next try.
+		return fmt.Errorf("submit: %w", o.Err)
 	}
 	if ctx.Err() != nil {
 		// Shutting down: the outcome may be our own stop's. The mail stays

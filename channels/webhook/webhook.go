@@ -146,18 +146,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// apiError maps the hub's refusals to API errors.
-func apiError(err error) error {
-	var bad *hub.InputError
-	switch {
-	case errors.As(err, &bad):
-		return httpjson.Errorf(http.StatusBadRequest, bad.Code, bad.Message)
-	case errors.Is(err, hub.ErrClosed):
-		return httpjson.Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	}
-	return err
-}
-
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -200,7 +188,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		req.Channel = event.ChannelWebhook
 	}
 	if err := hub.CheckCallerChannel(req.Channel); err != nil {
-		return apiError(err)
+		return httpjson.FromSession(err)
 	}
 	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID}
 	var done chan hub.TurnOutcome
@@ -210,7 +198,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := h.s.Submit(r.Context(), in)
 	if err != nil {
-		return apiError(err)
+		return httpjson.FromSession(err)
 	}
 	if res.Outcome == hub.Rejected {
 		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}
@@ -224,7 +212,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		defer t.Stop()
 		select {
 		case o := <-done:
-			httpjson.Write(w, http.StatusOK, WaitResponse(o))
+			if o.Err != nil {
+				return httpjson.FromSession(o.Err) // queued, then not recorded: it never ran
+			}
+			httpjson.Write(w, http.StatusOK, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error})
 		case <-t.C:
 			httpjson.Write(w, http.StatusGatewayTimeout, WaitResponse{Turn: turn, Status: "pending",
 				Error: "the reply did not finish in time; it goes on — watch /ws or retry with the same client_msg_id"})

@@ -326,6 +326,16 @@ func (cn *conn) replyError(code, msg, clientMsgID string) {
 	cn.reply(event.New(event.Error, "", time.Now(), event.ErrorData{Code: code, Message: msg, ClientMsgID: clientMsgID}))
 }
 
+// errorCode is the error frame's code and message for a hub error: a
+// storage fault's own code (storage_full, storage_error), else internal.
+func errorCode(err error) (code, msg string) {
+	var se *hub.StorageError
+	if errors.As(err, &se) {
+		return se.Code, se.Message()
+	}
+	return "internal", err.Error()
+}
+
 // read pushes client frames into the hub until the connection ends.
 func (cn *conn) read(ctx context.Context) {
 	for {
@@ -386,7 +396,8 @@ func (cn *conn) submit(ctx context.Context, f clientFrame) {
 		cn.replyError(bad.Code, bad.Message, f.ClientMsgID)
 		return
 	case err != nil:
-		cn.replyError("internal", "message not accepted: "+err.Error(), f.ClientMsgID)
+		code, msg := errorCode(err)
+		cn.replyError(code, "message not accepted: "+msg, f.ClientMsgID)
 		return
 	}
 	switch res.Outcome {
@@ -423,7 +434,8 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 	case "reset":
 		// Everyone, this client included, sees the reset event.
 		if _, err := cn.h.s.Reset(ctx, hub.ResetManual); err != nil {
-			cn.replyError("internal", err.Error(), "")
+			code, msg := errorCode(err)
+			cn.replyError(code, "reset failed: "+msg, "")
 		}
 	default:
 		cn.replyError("unknown_action", `unknown command action "`+action+`"; use "cancel", "reset", "approve" or "deny"`, "")

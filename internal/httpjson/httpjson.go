@@ -1,5 +1,6 @@
 // Package httpjson is the one place where errors become an HTTP status and
-// a JSON body, shared by package web and the HTTP channels.
+// a JSON body, shared by package web and the HTTP channels: FromSession
+// maps the hub's errors, WriteError writes any error.
 package httpjson
 
 import (
@@ -7,6 +8,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+
+	"github.com/frontdesk-hq/frontdesk/hub"
 )
 
 // Error is an API error: Status is the HTTP status, Code a stable machine
@@ -48,4 +51,41 @@ func WriteError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", e.RetryAfter)
 	}
 	Write(w, e.Status, e)
+}
+
+// FromSession maps the session hub's errors to API errors — the one place
+// where they get a status and a code, for package web and the HTTP
+// channels alike. Other errors are returned as they are (WriteError makes
+// them a 500 and logs them).
+func FromSession(err error) error {
+	var (
+		in  *hub.InputError
+		se  *hub.StorageError
+		bad *hub.BadBoundError
+	)
+	switch {
+	case errors.Is(err, hub.ErrClosed):
+		return Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case errors.As(err, &in):
+		return Errorf(http.StatusBadRequest, in.Code, in.Message)
+	case errors.As(err, &se):
+		status := http.StatusServiceUnavailable
+		if se.Code == hub.StorageFull {
+			status = http.StatusInsufficientStorage
+		}
+		return Errorf(status, se.Code, se.Message())
+	case errors.As(err, &bad):
+		return Errorf(http.StatusBadRequest, "bad_"+bad.Name, bad.Error()+" (use a seq number or an RFC 3339 time)")
+	case errors.Is(err, hub.ErrNoHistory):
+		return Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
+	case errors.Is(err, hub.ErrNoIndex):
+		return Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
+	case errors.Is(err, hub.ErrNoApproval):
+		return Errorf(http.StatusNotFound, "no_approval", err.Error())
+	case errors.Is(err, hub.ErrBadDecision):
+		return Errorf(http.StatusBadRequest, "bad_decision", err.Error())
+	case hub.IsQueryError(err):
+		return Errorf(http.StatusBadRequest, "bad_query", err.Error())
+	}
+	return err
 }

@@ -1,0 +1,74 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+)
+
+// syncBuffer is an io.Writer the REPL's goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestStorageFaultIsPrinted: on a data directory that takes no writes, a
+// typed line and /reset are answered with the storage code the web and
+// the API show.
+func TestStorageFaultIsPrinted(t *testing.T) {
+	disk := testdisk.New(t)
+	code := hub.StorageFailed
+	if disk.Full {
+		code = hub.StorageFull
+	}
+	lg, err := history.Open(history.Options{Path: filepath.Join(disk.Dir, "chat_history.ndjson"), RotateMB: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	m := hub.New(hub.Config{DataDir: disk.Dir, Logger: slog.New(slog.DiscardHandler)}, lg, &testagent.Count{N: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if _, err := m.Info(ctx); err != nil { // the session file is written
+		t.Fatal(err)
+	}
+	disk.Fail()
+
+	big := strings.Repeat("a long message ", 600) // over a tmpfs page
+	var out syncBuffer
+	if err := Run(ctx, m, Options{Stdin: strings.NewReader(big + "\n/reset\n"), Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"not sent: " + code + ": ", "reset failed: " + code + ": "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the REPL printed no %q:\n%s", want, got)
+		}
+	}
+	if info, _ := m.Info(ctx); info.LastSeq != 0 {
+		t.Errorf("last seq %d: something was recorded", info.LastSeq)
+	}
+}
