@@ -37,7 +37,7 @@ func (m *SessionManager) restore(tail []event.Event) {
 		m.seq = e.Seq
 		clean = append(clean, e)
 	}
-	var open *event.Event                 // the last turn, while it has no turn_end
+	var open *event.Event // the last turn, while it has no turn_end
 	type ask struct{ id, turn string }
 	var asked []ask // approval requests without a result
 	resetAt := -1
