@@ -4,7 +4,9 @@ package testagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -72,4 +74,39 @@ func (c *Count) Run(ctx context.Context, req agent.Request, emit agent.Emitter) 
 		}
 	}
 	return agent.Reply{Content: "done"}, ctx.Err()
+}
+
+// CallTool calls the tool named Name with Args once and replies with its
+// output, or "error: " and the error (a denied approval, say).
+type CallTool struct {
+	Name string
+	Args string
+}
+
+var _ agent.Agent = CallTool{}
+
+// Run implements agent.Agent.
+func (c CallTool) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
+	for _, t := range req.Tools {
+		if t.Name == c.Name {
+			out, err := t.Call(ctx, json.RawMessage(c.Args))
+			if ctx.Err() != nil {
+				return agent.Reply{}, ctx.Err()
+			}
+			if err != nil {
+				return agent.Reply{Content: "error: " + err.Error()}, nil
+			}
+			return agent.Reply{Content: out}, nil
+		}
+	}
+	return agent.Reply{Content: "no tool " + c.Name}, nil
+}
+
+// Confirmed returns one tool, name, that needs approval and counts its
+// runs: the hub's Config.Tools for approval tests.
+func Confirmed(name string, runs *atomic.Int32) func() []agent.Tool {
+	return func() []agent.Tool {
+		return []agent.Tool{{Name: name, Server: "files", Confirm: true, Parameters: json.RawMessage(`{"type":"object"}`),
+			Call: func(ctx context.Context, args json.RawMessage) (string, error) { runs.Add(1); return "done", nil }}}
+	}
 }
