@@ -52,7 +52,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			"       frontdesk check-config [flags]   validate the configuration and reach the agent backend\n"+
 			"       frontdesk history recent|range|search …   read the chat log (frontdesk history -h)\n"+
 			"       frontdesk backup -o FILE.tar.gz [flags]   snapshot the data directory, running or not\n"+
-			"       frontdesk restore [flags] FILE.tar.gz     restore a backup into an empty data directory\n\nflags:\n")
+			"       frontdesk restore [flags] FILE.tar.gz     restore a backup into an empty data directory\n"+
+			"       frontdesk healthcheck [-addr HOST:PORT]   exit 0 when the server's /healthz answers 200\n\nflags:\n")
 		fl.PrintDefaults()
 	}
 	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return runBackup(args[2:], stdout, stderr)
 		case "restore":
 			return runRestore(args[2:], stdout, stderr)
+		case "healthcheck":
+			return runHealthcheck(ctx, args[2:], getenv, stdout, stderr)
 		}
 	}
 	cmd := ""
