@@ -687,3 +687,28 @@ func TestBackupCommandErrors(t *testing.T) {
 		t.Errorf("a failed backup left an archive: %v", err)
 	}
 }
+
+// TestBackupToStdout: -o - streams the archive to stdout and the summary
+// to stderr; it restores like a file.
+func TestBackupToStdout(t *testing.T) {
+	src := t.TempDir()
+	line := `{"v":1,"seq":1,"ts":"2026-11-22T10:00:00Z","type":"notice","data":{"text":"hi"}}` + "\n"
+	os.WriteFile(filepath.Join(src, "chat_history.ndjson"), []byte(line+`{"v":1,"se`), 0o600)
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"frontdesk", "backup", "-o", "-", "-data", src}, func(string) string { return "" },
+		strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "up to seq 1") {
+		t.Errorf("stderr %q, want the summary", stderr.String())
+	}
+	archive := filepath.Join(t.TempDir(), "b.tar.gz")
+	os.WriteFile(archive, stdout.Bytes(), 0o600)
+	target := filepath.Join(t.TempDir(), "data")
+	if _, err := runCmd(t, "restore", "-data", target, archive); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(target, "chat_history.ndjson")); string(got) != line {
+		t.Fatalf("restored log %q, want %q (the partial line cut)", got, line)
+	}
+}

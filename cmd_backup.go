@@ -33,7 +33,7 @@ restore  extracts FILE.tar.gz into the data directory, which must be empty
          or absent; a failed restore leaves nothing behind.
 
 flags:
-  -o FILE        the archive to write (backup)
+  -o FILE        the archive to write (backup); - for stdout
   -config FILE   config file (default config.yaml if present)
   -data DIR      data directory (overrides data_dir)
 `
@@ -129,7 +129,13 @@ func runBackup(args []string, stdout, stderr io.Writer) error {
 	if st, err := os.Stat(l.dataDir); err != nil || !st.IsDir() {
 		return fmt.Errorf("backup: no data directory at %s (wrong -data or -config?)", l.dataDir)
 	}
-	sum, err := writeBackup(l, *out)
+	var sum backupSum
+	if *out == "-" {
+		sum, err = streamBackup(l, stdout)
+		stdout = stderr // the summary must not corrupt the archive
+	} else {
+		sum, err = writeBackup(l, *out)
+	}
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
@@ -198,6 +204,19 @@ func writeBackup(l layout, out string) (sum backupSum, err error) {
 		return sum, err
 	}
 	return sum, syncDir(filepath.Dir(absOut))
+}
+
+// streamBackup writes the archive to w (frontdesk backup -o -).
+func streamBackup(l layout, w io.Writer) (sum backupSum, err error) {
+	gz := gzip.NewWriter(w)
+	a := &archive{tw: tar.NewWriter(gz), dirs: map[string]bool{}, sum: &sum, now: time.Now()}
+	if err := (&backup{l: l, a: a}).run(); err != nil {
+		return sum, err
+	}
+	if err := a.tw.Close(); err != nil {
+		return sum, err
+	}
+	return sum, gz.Close()
 }
 
 // backup copies one data directory into an archive.
