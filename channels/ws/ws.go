@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -188,13 +187,9 @@ func (cn *conn) read(ctx context.Context) {
 			cn.c.Close(websocket.StatusUnsupportedData, "binary frames are not supported")
 			return
 		}
-		if !utf8.Valid(b) {
-			cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
-			continue
-		}
-		var f clientFrame
-		if err := json.Unmarshal(b, &f); err != nil {
-			cn.replyError("bad_json", "frame is not a JSON object: "+err.Error(), "")
+		f, err := decodeFrame(b)
+		if fe := (*frameError)(nil); errors.As(err, &fe) {
+			cn.replyError(fe.code, fe.msg, "")
 			continue
 		}
 		switch f.Type {
