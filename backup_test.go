@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -582,6 +583,15 @@ func TestRestoreRefuses(t *testing.T) {
 		{"truncated", func(t *testing.T, archive, target string) {
 			os.WriteFile(archive, goodBytes[:len(goodBytes)/2], 0o600)
 		}, "damaged or truncated"},
+		{"truncated, into an existing empty directory", func(t *testing.T, archive, target string) {
+			os.WriteFile(archive, goodBytes[:len(goodBytes)/2], 0o600)
+			os.Mkdir(target, 0o700)
+		}, "damaged or truncated"},
+		{"symlink, into an existing empty directory", func(t *testing.T, archive, target string) {
+			writeTarGz(t, archive, manifestEntry(), regular("session.json", "{}"),
+				tarEntry{tar.Header{Typeflag: tar.TypeSymlink, Name: "memory", Linkname: "/etc"}, ""})
+			os.Mkdir(target, 0o700)
+		}, "symbolic link"},
 		{"trailer cut", func(t *testing.T, archive, target string) {
 			os.WriteFile(archive, goodBytes[:len(goodBytes)-4], 0o600)
 		}, "damaged or truncated"},
@@ -710,5 +720,60 @@ func TestBackupToStdout(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(target, "chat_history.ndjson")); string(got) != line {
 		t.Fatalf("restored log %q, want %q (the partial line cut)", got, line)
+	}
+}
+
+// TestRestoreIntoExistingDir: an existing empty data directory (a volume,
+// systemd's StateDirectory) is kept with its mode and owner, and the
+// restored files get its owner, through a symbolic link too.
+func TestRestoreIntoExistingDir(t *testing.T) {
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "session.json"), []byte(`{"session_id":"s-1","generation":1}`+"\n"), 0o600)
+	os.MkdirAll(filepath.Join(src, "memory"), 0o700)
+	os.WriteFile(filepath.Join(src, "memory", "long_term.md"), []byte("- x\n"), 0o600)
+	archive := filepath.Join(t.TempDir(), "b.tar.gz")
+	if _, err := runCmd(t, "backup", "-o", archive, "-data", src); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "private", "frontdesk")
+	os.MkdirAll(real, 0o750)
+	os.Chmod(real, 0o750)
+	link := filepath.Join(dir, "frontdesk")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if uid == 0 { // as root, the files must go to the directory's owner
+		uid, gid = 4242, 4343
+		if err := os.Chown(real, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runCmd(t, "restore", "-data", link, archive); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", st.Mode(), err)
+	}
+	if st, _ := os.Stat(real); st.Mode().Perm() != 0o750 {
+		t.Errorf("the directory's mode became %v, want it kept (0750)", st.Mode().Perm())
+	}
+	var got []string
+	filepath.WalkDir(real, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
+		}
+		got = append(got, strings.TrimPrefix(p, real))
+		return nil
+	})
+	want := []string{"", "/memory", "/memory/long_term.md", "/session.json"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("restored %v, want %v (no temporary directory left)", got, want)
 	}
 }

@@ -53,10 +53,19 @@ func runRestore(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// restore extracts the archive into a new directory beside the data
-// directory, fsyncs it, and only then renames it into place: a restore
-// that fails at any point leaves the data directory as it was (absent or
-// empty) and removes what it wrote.
+// restore extracts the archive into a temporary directory, fsyncs it, and
+// only then moves it into place: a restore that fails before that leaves
+// the data directory as it was (absent or empty) and removes what it
+// wrote.
+//
+// An absent data directory is created by renaming the temporary one,
+// made beside it, into place: all or nothing. An existing empty one is
+// kept — it may be a mount point (a container volume) that cannot be
+// replaced, or a directory whose owner and mode matter (systemd's
+// StateDirectory=) — so the archive is extracted into a hidden directory
+// inside it, the files are given the directory's owner, and the entries
+// are renamed up one level at the end: a crash during those few renames
+// leaves a partial restore, which the next restore refuses as not empty.
 func restore(archivePath string, l layout) (files int, err error) {
 	target := l.dataDir
 	// A data directory reached through a symbolic link (systemd's
@@ -71,11 +80,17 @@ func restore(archivePath string, l layout) (files int, err error) {
 	if err := checkEmpty(target); err != nil {
 		return 0, err
 	}
-	parent := filepath.Dir(target)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return 0, err
+	targetInfo, err := os.Stat(target)
+	exists := err == nil
+	var tmp string
+	if exists {
+		tmp, err = os.MkdirTemp(target, ".restore-*")
+	} else {
+		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+			return 0, err
+		}
+		tmp, err = os.MkdirTemp(filepath.Dir(target), "."+filepath.Base(target)+".restore-*")
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(target)+".restore-*")
 	if err != nil {
 		return 0, err
 	}
@@ -87,19 +102,33 @@ func restore(archivePath string, l layout) (files int, err error) {
 	if files, err = extract(archivePath, tmp, l); err != nil {
 		return 0, err
 	}
+	if exists {
+		if err := chownTree(tmp, targetInfo); err != nil {
+			return 0, fmt.Errorf("give the restored files to the owner of %s: %w (restore as that user, or as root)", target, err)
+		}
+	}
 	if err := syncTree(tmp); err != nil {
 		return 0, err
 	}
-	// os.Rename does not replace a directory, even an empty one: remove
-	// the empty one first. Remove fails on a directory no longer empty,
-	// so nothing written there since checkEmpty is lost.
-	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("replace the empty %s: %w", target, err)
+	if !exists {
+		if err := os.Rename(tmp, target); err != nil {
+			return 0, fmt.Errorf("move the restored data into %s: %w", target, err)
+		}
+		return files, syncDir(filepath.Dir(target))
 	}
-	if err := os.Rename(tmp, target); err != nil {
-		return 0, fmt.Errorf("move the restored data into %s: %w", target, err)
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return 0, err
 	}
-	return files, syncDir(parent)
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(target, e.Name())); err != nil {
+			return 0, fmt.Errorf("move the restored data into %s: %w", target, err)
+		}
+	}
+	if err := os.Remove(tmp); err != nil {
+		return 0, err
+	}
+	return files, syncDir(target)
 }
 
 // checkEmpty refuses a data directory that holds anything.
