@@ -4,7 +4,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: run build test bench soak lint fmt tidy-check staticcheck
+.PHONY: run build test bench soak lint fmt tidy-check staticcheck fuzz
 
 run:
 	$(GO) run -ldflags "$(LDFLAGS)" .
@@ -30,6 +30,18 @@ SOAK_DURATION ?= 10m
 SOAK_TIMEOUT  ?= 2h
 soak:
 	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -run '^TestSoak$$' -count=1 -timeout $(SOAK_TIMEOUT) -v .
+
+# Every native fuzz target (func FuzzXxx in a _test.go file), FUZZTIME each,
+# one after another. Their seeds also run in `make test`; a crasher is kept
+# in the package's testdata/fuzz/ and then runs there too: commit it.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for f in $$(git ls-files '*_test.go'); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "fuzz $$t in ./$$(dirname $$f) for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+	  done; \
+	done
 
 staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

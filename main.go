@@ -52,15 +52,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			"       frontdesk version                print the version\n"+
 			"       frontdesk check-config [flags]   validate the configuration and reach the agent backend\n"+
 			"       frontdesk history recent|range|search …   read the chat log (frontdesk history -h)\n"+
-			"       frontdesk mcp [-config FILE] [-data DIR]   the history tools over MCP stdio (frontdesk mcp -h)\n\nflags:\n")
+			"       frontdesk mcp [-config FILE] [-data DIR]   the history tools over MCP stdio (frontdesk mcp -h)\n"+
+			"       frontdesk backup -o FILE.tar.gz [flags]   snapshot the data directory, running or not\n"+
+			"       frontdesk restore [flags] FILE.tar.gz     restore a backup into an empty data directory\n"+
+			"       frontdesk healthcheck [-addr HOST:PORT]   exit 0 when the server's /healthz answers 200\n\nflags:\n")
 		fl.PrintDefaults()
 	}
 	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
 	addr := fl.String("addr", "", "listen address HOST:PORT (overrides server.addr)")
 	dataDir := fl.String("data", "", "data directory (overrides data_dir)")
 
-	if len(args) > 1 && args[1] == "history" {
-		return runHistory(args[2:], getenv, stdout, stderr)
+	if len(args) > 1 {
+		switch args[1] {
+		case "history":
+			return runHistory(args[2:], getenv, stdout, stderr)
+		case "backup":
+			return runBackup(args[2:], stdout, stderr)
+		case "restore":
+			return runRestore(args[2:], stdout, stderr)
+		case "healthcheck":
+			return runHealthcheck(ctx, args[2:], getenv, stdout, stderr)
+		}
 	}
 	if len(args) > 1 && args[1] == "mcp" {
 		return runMCP(ctx, args[2:], stdin, stdout, stderr)

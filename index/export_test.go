@@ -19,3 +19,11 @@ func (ix *Index) MatchesForTest(q string) (int64, error) {
 	err = ix.db.QueryRowContext(context.Background(), `SELECT count(*) FROM fts WHERE fts MATCH ?`, pq.match(false)).Scan(&n)
 	return n, err
 }
+
+// MatchForTest counts the documents q's FTS5 expression matches, AND or
+// OR, as Search would run it.
+func (ix *Index) MatchForTest(q Query, or bool) (int64, error) {
+	var n int64
+	err := ix.db.QueryRowContext(context.Background(), `SELECT count(*) FROM fts WHERE fts MATCH ?`, q.match(or)).Scan(&n)
+	return n, err
+}

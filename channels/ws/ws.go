@@ -16,14 +16,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
-	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Session is the part of the hub the WebSocket channel uses.
@@ -351,13 +349,9 @@ func (cn *conn) read(ctx context.Context) {
 			cn.rateLimited(b, wait)
 			continue
 		}
-		var f clientFrame
-		if err := strictjson.Unmarshal(b, &f); err != nil {
-			if errors.Is(err, strictjson.ErrInvalidUTF8) {
-				cn.replyError("invalid_utf8", "text frames must be valid UTF-8", "")
-			} else {
-				cn.replyError("bad_json", "frame is not the expected JSON object: "+err.Error(), "")
-			}
+		f, err := decodeFrame(b)
+		if fe := (*frameError)(nil); errors.As(err, &fe) {
+			cn.replyError(fe.code, fe.msg, "")
 			continue
 		}
 		switch f.Type {
@@ -376,10 +370,7 @@ func (cn *conn) read(ctx context.Context) {
 // mark it failed).
 func (cn *conn) rateLimited(b []byte, wait time.Duration) {
 	cn.h.metrics.frameRate.Inc()
-	var f clientFrame
-	if utf8.Valid(b) {
-		_ = json.Unmarshal(b, &f)
-	}
+	f, _ := decodeFrame(b) // for its client_msg_id, if it has one
 	o := cn.h.opts
 	cn.replyError("rate_limited", fmt.Sprintf("too many frames: a client may send %d at once, then %g a second; this one was dropped, send it again in %s",
 		o.FrameRateBurst, o.FrameRatePerSec, wait.Round(time.Millisecond)), f.ClientMsgID)

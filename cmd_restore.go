@@ -1,0 +1,334 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// runRestore runs "frontdesk restore …"; args are those after "restore".
+func runRestore(args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("frontdesk restore", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	cfgPath := fl.String("config", "", "")
+	dataDir := fl.String("data", "", "")
+	files, err := parseInterspersed(fl, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stderr, backupUsage)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restore: %w (see frontdesk restore -h)", err)
+	}
+	switch {
+	case len(files) == 0:
+		return errors.New("restore: missing FILE.tar.gz (see frontdesk restore -h)")
+	case len(files) > 1:
+		return fmt.Errorf("restore: unexpected argument %q (see frontdesk restore -h)", files[1])
+	}
+	cfg, err := loadConfig(*cfgPath, "", *dataDir)
+	if err != nil {
+		return err
+	}
+	l, err := dataLayout(cfg)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	n, err := restore(files[0], l)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	fmt.Fprintf(stdout, "frontdesk: restored %d files from %s into %s; the search index is rebuilt at the next start\n",
+		n, files[0], l.dataDir)
+	return nil
+}
+
+// restore extracts the archive into a temporary directory, fsyncs it, and
+// only then moves it into place: a restore that fails before that leaves
+// the data directory as it was (absent or empty) and removes what it
+// wrote.
+//
+// An absent data directory is created by renaming the temporary one,
+// made beside it, into place: all or nothing. An existing empty one is
+// kept — it may be a mount point (a container volume) that cannot be
+// replaced, or a directory whose owner and mode matter (systemd's
+// StateDirectory=) — so the archive is extracted into a hidden directory
+// inside it, the files are given the directory's owner, and the entries
+// are renamed up one level at the end: a crash during those few renames
+// leaves a partial restore, which the next restore refuses as not empty.
+func restore(archivePath string, l layout) (files int, err error) {
+	target := l.dataDir
+	// A data directory reached through a symbolic link (systemd's
+	// DynamicUser= makes /var/lib/NAME one) is restored where it leads.
+	if st, err := os.Lstat(target); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(target)
+		if err != nil {
+			return 0, fmt.Errorf("the data directory %s is a symbolic link that leads nowhere (%v); restore into the directory it should name", target, err)
+		}
+		target = real
+	}
+	if err := checkEmpty(target); err != nil {
+		return 0, err
+	}
+	targetInfo, err := os.Stat(target)
+	exists := err == nil
+	var tmp string
+	if exists {
+		tmp, err = os.MkdirTemp(target, ".restore-*")
+	} else {
+		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+			return 0, err
+		}
+		tmp, err = os.MkdirTemp(filepath.Dir(target), "."+filepath.Base(target)+".restore-*")
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if files, err = extract(archivePath, tmp, l); err != nil {
+		return 0, err
+	}
+	if exists {
+		if err := chownTree(tmp, targetInfo); err != nil {
+			return 0, fmt.Errorf("give the restored files to the owner of %s: %w (restore as that user, or as root)", target, err)
+		}
+	}
+	if err := syncTree(tmp); err != nil {
+		return 0, err
+	}
+	if !exists {
+		if err := os.Rename(tmp, target); err != nil {
+			return 0, fmt.Errorf("move the restored data into %s: %w", target, err)
+		}
+		return files, syncDir(filepath.Dir(target))
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(target, e.Name())); err != nil {
+			return 0, fmt.Errorf("move the restored data into %s: %w", target, err)
+		}
+	}
+	if err := os.Remove(tmp); err != nil {
+		return 0, err
+	}
+	return files, syncDir(target)
+}
+
+// checkEmpty refuses a data directory that holds anything.
+func checkEmpty(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("the data directory %s is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("refusing to restore into %s: it is not empty (%d entries, such as %s); "+
+			"restore into a new or empty directory with -data DIR, or move this one away first",
+			dir, len(entries), entries[0].Name())
+	}
+	return nil
+}
+
+// extract unpacks a backup into dir, every file 0600 and fsynced, every
+// directory 0700. It refuses anything but regular files and directories
+// with plain relative names, and an archive that is not a frontdesk
+// backup for this layout; a damaged or truncated archive fails at the
+// damaged entry or at the end, where gzip checks its checksum and length.
+func extract(archivePath, dir string, l layout) (files int, err error) {
+	f, err := os.Open(archivePath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	damaged := func(err error) error {
+		return fmt.Errorf("%s is damaged or truncated: %w", archivePath, err)
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not a gzip file: %w", archivePath, err)
+	}
+	// Any error reading the archive is damage; errors writing are not.
+	src := &readErr{r: gz}
+	tr := tar.NewReader(src)
+	h, err := tr.Next()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, damaged(err)
+	}
+	if err != nil || h.Name != manifestName {
+		return 0, fmt.Errorf("%s is not a frontdesk backup (its first entry is not %s)", archivePath, manifestName)
+	}
+	var m manifest
+	if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&m); err != nil {
+		return 0, fmt.Errorf("%s: bad %s: %w", archivePath, manifestName, err)
+	}
+	if m.Format != backupFormat {
+		return 0, fmt.Errorf("%s has backup format %d; this frontdesk reads format %d", archivePath, m.Format, backupFormat)
+	}
+	if m.ChatLog != l.chatLog || m.Memory != l.memory {
+		return 0, fmt.Errorf("%s keeps the chat log at %s and memory in %s inside the data directory; "+
+			"this configuration expects %s and %s: restore with the configuration the backup was made with",
+			archivePath, m.ChatLog, m.Memory, l.chatLog, l.memory)
+	}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return files, damaged(err)
+		}
+		name, err := entryPath(h.Name)
+		if err != nil {
+			return files, fmt.Errorf("%s: %w", archivePath, err)
+		}
+		p := filepath.Join(dir, name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				return files, err
+			}
+		case tar.TypeReg:
+			if err := writeEntry(p, tr, h.ModTime); err != nil {
+				if src.err != nil || errors.Is(err, io.ErrUnexpectedEOF) {
+					return files, damaged(err)
+				}
+				return files, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			files++
+		default:
+			return files, fmt.Errorf("%s: entry %q is a %s; a frontdesk backup holds only regular files and directories",
+				archivePath, h.Name, typeName(h.Typeflag))
+		}
+	}
+	// tar stops at its end-of-archive blocks; read gzip to its end so that
+	// its checksum and length are checked too.
+	if _, err := io.Copy(io.Discard, src); err != nil {
+		return files, damaged(err)
+	}
+	return files, nil
+}
+
+// readErr remembers the first error other than io.EOF its reader returned.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// entryPath turns an archive name into a relative path inside the target,
+// refusing absolute names and any ".." component.
+func entryPath(name string) (string, error) {
+	clean := strings.TrimSuffix(name, "/")
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("entry %q %s; refusing the archive", name, why)
+	}
+	switch {
+	case clean == "" || clean == ".":
+		return bad("has no name")
+	case strings.HasPrefix(clean, "/") || filepath.IsAbs(clean):
+		return bad("is an absolute path")
+	case strings.ContainsRune(clean, 0) || strings.Contains(clean, `\`):
+		return bad("has a NUL or a backslash")
+	case slices.Contains(strings.Split(clean, "/"), ".."):
+		return bad("climbs out with ..")
+	case !filepath.IsLocal(filepath.FromSlash(clean)):
+		return bad("is not a plain relative path")
+	}
+	return filepath.FromSlash(clean), nil
+}
+
+// writeEntry writes one file 0600 (creating its directories 0700) with
+// its modification time, and fsyncs it. An entry that names an existing file is refused: a backup
+// never holds a name twice.
+func writeEntry(p string, r io.Reader, mtime time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncTree fsyncs every directory under dir, deepest first, so that the
+// files created in each are durable before the final rename.
+func syncTree(dir string) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range slices.Backward(dirs) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "symbolic link"
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeChar, tar.TypeBlock:
+		return "device"
+	case tar.TypeFifo:
+		return "FIFO"
+	}
+	return fmt.Sprintf("entry of type %q", t)
+}
