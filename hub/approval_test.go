@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -166,4 +168,73 @@ func TestApprovalPendingAtCrash(t *testing.T) {
 	if res.ID != req.ID || res.Decision != event.Deny || res.By != ByRestart || runs.Load() != 0 {
 		t.Errorf("result %+v, runs %d", res, runs.Load())
 	}
+}
+
+// BenchmarkApprovalRoundTrip times a tool call that needs approval from
+// the approval_request reaching a subscriber to the tool running, with a
+// client answering at once (Decide, as the WebSocket and API doors call
+// it): the hub's share of an approval.
+func BenchmarkApprovalRoundTrip(b *testing.B) {
+	ran := make(chan struct{}, 1)
+	tools := func() []agent.Tool {
+		return []agent.Tool{{Name: "files__delete", Confirm: true, Call: func(context.Context, json.RawMessage) (string, error) {
+			ran <- struct{}{}
+			return "done", nil
+		}}}
+	}
+	dir := b.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 64, Fsync: history.FsyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+	m := New(Config{DataDir: dir, Tools: tools}, lg, riskyAgent{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	sub, _, err := m.Subscribe(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	next := func(typ event.Type) event.Event {
+		for {
+			<-sub.Ready()
+			frames, _ := sub.Take()
+			for _, f := range frames {
+				if f.Event.Type == typ {
+					return f.Event
+				}
+			}
+		}
+	}
+	var ds []time.Duration
+	round := func(i int) {
+		if _, err := m.Submit(ctx, Input{Channel: event.ChannelWeb, Content: "go", ClientMsgID: "b" + strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+		var req event.ApprovalRequestData
+		next(event.ApprovalRequest).Decode(&req)
+		t0 := time.Now()
+		if _, err := m.Decide(ctx, req.ID, event.Approve, "web"); err != nil {
+			b.Fatal(err)
+		}
+		<-ran
+		ds = append(ds, time.Since(t0))
+		next(event.TurnEnd)
+	}
+	i := 0
+	for b.Loop() {
+		round(i)
+		i++
+	}
+	for range 300 {
+		round(i)
+		i++
+	}
+	slices.Sort(ds)
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	b.ReportMetric(us(ds[len(ds)/2]), "p50-µs")
+	b.ReportMetric(us(ds[len(ds)*99/100]), "p99-µs")
 }

@@ -30,7 +30,7 @@ var fake struct {
 
 // fakeServer builds testdata/fakeserver (an MCP server made with the SDK)
 // once per test binary.
-func fakeServer(t *testing.T) string {
+func fakeServer(t testing.TB) string {
 	t.Helper()
 	fake.once.Do(func() {
 		dir, err := os.MkdirTemp("", "frontdesk-mcp-fake-")

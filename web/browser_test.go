@@ -50,6 +50,7 @@ type liveServer struct {
 	token  string
 	agent  agent.Agent
 	buffer int        // session.buffer_events; 0: the default
+	tools  func() []agent.Tool
 	cur    *serverRun // nil while stopped
 }
 
@@ -106,7 +107,7 @@ func (s *liveServer) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, History: history.NewReader(path), Index: ix}, lg, s.agent)
+	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, History: history.NewReader(path), Index: ix, Tools: s.tools}, lg, s.agent)
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	ixDone := make(chan struct{})

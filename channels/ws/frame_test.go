@@ -18,6 +18,7 @@ func TestDecodeFrame(t *testing.T) {
 		{"message", `{"type":"message","content":"hi","client_msg_id":"c-1"}`, clientFrame{Type: "message", Content: "hi", ClientMsgID: "c-1"}, ""},
 		{"command", `{"type":"command","action":"cancel"}`, clientFrame{Type: "command", Action: "cancel"}, ""},
 		{"unknown field", `{"type":"message","content":"x","extra":[1,{"a":2}]}`, clientFrame{}, "bad_json"},
+		{"approve", `{"type":"command","action":"approve","id":"a7"}`, clientFrame{Type: "command", Action: "approve", ID: "a7"}, ""},
 		{"unknown type is the read loop's to refuse", `{"type":"nope"}`, clientFrame{Type: "nope"}, ""},
 		{"null", `null`, clientFrame{}, ""},
 		{"invalid UTF-8", "{\"type\":\"message\",\"content\":\"\xff\"}", clientFrame{}, "invalid_utf8"},

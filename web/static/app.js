@@ -694,6 +694,19 @@ const Core = (() => {
         }
         return null;
       }
+      case 'approval_request': {
+        // A tool call waits for a yes or no; any client may answer.
+        const key = 'ap:' + d.id;
+        const a = v.byKey.get(key) || newItem(s, v, 'approval', key, { seq, turn: ev.turn, ts: ev.ts, decision: '', by: '', sent: '' });
+        Object.assign(a, { id: String(d.id ?? ''), tool: String(d.tool ?? 'tool'), server: String(d.server ?? ''), args: d.args });
+        return touch(a);
+      }
+      case 'approval_result': {
+        const a = v.byKey.get('ap:' + d.id);
+        if (!a) return null; // its request is in an older page
+        Object.assign(a, { decision: String(d.decision ?? ''), by: String(d.by ?? '') });
+        return touch(a);
+      }
       case 'notice':
         return newItem(s, v, 'notice', seq ? 'n:' + seq : null, { seq, ts: ev.ts, text: String(d.text ?? '') });
       case 'reset':
@@ -774,7 +787,7 @@ const Core = (() => {
   }
 
   const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
-  const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice', 'reset']);
+  const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice', 'reset', 'approval_request', 'approval_result']);
   const bySeq = (a, b) => a.seq - b.seq;
 
   // prependEvents adds a page covering [from, v.firstSeq-1] above view v.
@@ -1084,6 +1097,16 @@ const Core = (() => {
           s.cancelRequested = true;
         }
         break;
+      case 'decide': {        // {id, decision}: answer an approval_request
+        const it = s.byKey.get('ap:' + a.id);
+        if (s.phase === 'live' && it && !it.decision && !it.sent && (a.decision === 'approve' || a.decision === 'deny')) {
+          s.outbox.push({ type: 'command', action: a.decision, id: a.id });
+          s.lastFrameKind = 'command';
+          it.sent = a.decision; // buttons off until the result (or an error) comes
+          touch(it);
+        }
+        break;
+      }
       case 'reset':
         if (s.phase === 'live' && !s.resetRequested) {
           s.outbox.push({ type: 'command', action: 'reset' });
@@ -1644,6 +1667,38 @@ function startApp() {
         li.querySelector('.tool-args').textContent = clip(String(args ?? ''), 4000);
         li.querySelector('.tool-out').textContent = it.error ? 'error: ' + it.error + (it.output ? '\n' + clip(it.output, 4000) : '')
           : it.output === null ? (over ? '(none)' : '…') : clip(it.output, 4000);
+      },
+    },
+    // A tool call that waits for a person: Approve / Deny, for every client;
+    // the first answer (from any door) wins and shows here.
+    approval: {
+      build(it) {
+        const li = h('li', 'approval');
+        const head = h('div', 'approval-head');
+        head.append(h('span', 'approval-label', 'approval needed'), h('span', 'tool-name'), h('span', 'approval-state'));
+        const buttons = h('div', 'approval-buttons');
+        for (const [decision, label] of [['approve', 'Approve'], ['deny', 'Deny']]) {
+          const b = h('button', decision, label);
+          b.type = 'button';
+          b.addEventListener('click', () => dispatch({ type: 'decide', id: it.id, decision }));
+          buttons.append(b);
+        }
+        li.append(head, h('pre', 'tool-args'), buttons);
+        return li;
+      },
+      update(li, it) {
+        li.querySelector('.tool-name').textContent = it.server ? it.tool + ' (' + it.server + ')' : it.tool;
+        let args = it.args;
+        if (args !== null && typeof args !== 'string') { try { args = JSON.stringify(args, null, 2); } catch { args = String(args); } }
+        li.querySelector('.tool-args').textContent = clip(String(args ?? ''), 4000);
+        const decided = !!it.decision;
+        li.querySelector('.approval-state').textContent = decided
+          ? (it.decision === 'approve' ? 'approved' : 'denied') + ' by ' + it.by
+          : it.sent ? 'sending your answer…' : 'waiting for an answer';
+        li.classList.toggle('decided', decided);
+        li.classList.toggle('denied', it.decision === 'deny');
+        for (const b of li.querySelectorAll('.approval-buttons button')) b.disabled = decided || !!it.sent || state.phase !== 'live';
+        li.querySelector('.approval-buttons').hidden = decided;
       },
     },
     notice: {

@@ -247,3 +247,27 @@ connect(s, {}, []);
 frame(s, ev(1, 'assistant', 't1', { content: '**Done**: see `x`\n\n- one' }));
 assert.deepStrictEqual(s.announce, ['Assistant: Done: see x\none']);
 console.log('all core tests passed');
+
+// approvals: a request shows for everyone; deciding sends one command and
+// waits for the result, which any door may give
+{
+  const s = Core.initialState();
+  connect(s, {}, []);
+  frame(s, ev(10, 'user', 't10', { channel: 'web', from: '', content: 'delete it' }));
+  frame(s, ev(11, 'tool_call', 't10', { id: 'c1', name: 'files__delete', args: { path: '/x' }, server: 'files' }));
+  frame(s, ev(12, 'approval_request', 't10', { id: 'a12', server: 'files', tool: 'files__delete', args: { path: '/x' } }));
+  const a = s.byKey.get('ap:a12');
+  assert.strictEqual(a.kind, 'approval');
+  assert.strictEqual(a.tool, 'files__delete');
+  assert.strictEqual(a.decision, '');
+  Core.reduce(s, { type: 'decide', id: 'a12', decision: 'approve' });
+  assert.deepStrictEqual(s.outbox.pop(), { type: 'command', action: 'approve', id: 'a12' });
+  Core.reduce(s, { type: 'decide', id: 'a12', decision: 'deny' }); // a second click sends nothing
+  assert.strictEqual(s.outbox.length, 0);
+  assert.strictEqual(a.sent, 'approve');
+  frame(s, ev(13, 'approval_result', 't10', { id: 'a12', decision: 'deny', by: 'console' })); // another door was first
+  assert.strictEqual(a.decision, 'deny');
+  assert.strictEqual(a.by, 'console');
+  Core.reduce(s, { type: 'decide', id: 'nope', decision: 'approve' });
+  assert.strictEqual(s.outbox.length, 0, 'an unknown approval sends nothing');
+}

@@ -1,0 +1,66 @@
+package console
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+)
+
+// The terminal shows a tool call that waits for approval with its id, and
+// /approve lets it run; every client sees who answered.
+func TestApproveFromTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	var runs atomic.Int32
+	m := hub.New(hub.Config{DataDir: dir, Tools: testagent.Confirmed("files__delete", &runs), Logger: slog.New(slog.DiscardHandler)},
+		lg, testagent.CallTool{Name: "files__delete", Args: `{"path":"/tmp/x"}`})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	in, typed := io.Pipe()
+	var out syncBuffer
+	repl := make(chan error, 1)
+	go func() { repl <- Run(ctx, m, Options{Stdin: in, Stdout: &out}) }()
+	waitOut := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the terminal never showed %q:\n%s", want, out.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	io.WriteString(typed, "delete the file\n")
+	waitOut("approval needed [a")
+	if !strings.Contains(out.String(), `files__delete {"path":"/tmp/x"}`) {
+		t.Errorf("the request does not show the call:\n%s", out.String())
+	}
+	io.WriteString(typed, "/approve\n") // the only one waiting
+	waitOut("approved (console)")
+	waitOut("done")
+	io.WriteString(typed, "/deny a1\n")
+	waitOut("deny failed: no tool call is waiting")
+	typed.Close()
+	if err := <-repl; err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() != 1 {
+		t.Errorf("%d runs", runs.Load())
+	}
+}
