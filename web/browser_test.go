@@ -49,7 +49,7 @@ type liveServer struct {
 	addr   string // host:port, fixed after the first start
 	token  string
 	agent  agent.Agent
-	buffer int        // session.buffer_events; 0: the default
+	buffer int // session.buffer_events; 0: the default
 	tools  func() []agent.Tool
 	cur    *serverRun // nil while stopped
 }
