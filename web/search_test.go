@@ -50,3 +50,21 @@ func TestSearchAPI(t *testing.T) {
 		}
 	}
 }
+
+// The MCP servers' states show in /api/session and /healthz, and a failed
+// one does not make the server unhealthy.
+func TestMCPServerStates(t *testing.T) {
+	e := start(t, web.Options{MCPServers: func() any {
+		return []map[string]any{{"name": "files", "state": "failed", "error": "exec: not found", "tools": []string{}}}
+	}}, &agent.Demo{})
+	for _, path := range []string{"/api/session", "/healthz"} {
+		r := do(t, request(t, "GET", e.srv.URL+path, ""))
+		servers, _ := r.body["mcp_servers"].([]any)
+		if r.status != http.StatusOK || len(servers) != 1 || servers[0].(map[string]any)["state"] != "failed" {
+			t.Errorf("%s: %d %s", path, r.status, r.raw)
+		}
+	}
+	if r := do(t, request(t, "GET", e.srv.URL+"/api/session", "")); r.body["session_id"] == nil {
+		t.Errorf("/api/session lost its own fields: %s", r.raw)
+	}
+}
