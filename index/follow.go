@@ -105,6 +105,14 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	return f, nil
 }
 
+// Close closes the index of a follower whose Run never started (Run closes
+// it when it ends).
+func (f *Follower) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ix.Close()
+}
+
 // Notify tells the follower that the log now holds seq. It never blocks;
 // the hub calls it after each append.
 func (f *Follower) Notify(seq int64) {

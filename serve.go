@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/channels/console"
+	"github.com/frontdesk-hq/frontdesk/channels/email"
+	"github.com/frontdesk-hq/frontdesk/channels/webhook"
+	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/mcp"
+	"github.com/frontdesk-hq/frontdesk/memory"
+	"github.com/frontdesk-hq/frontdesk/web"
+)
+
+// serve runs the server until ctx ends (a signal) or the hub or the HTTP
+// server fails: open the stores, wire the parts, start them, then shut
+// them down in order.
+func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Logger, logs *console.LogSink,
+	stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+	st, err := openStores(cfg, logger)
+	if err != nil {
+		return err
+	}
+	a, err := wire(cfg, token, getenv, logger, st)
+	if err != nil {
+		st.close()
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		st.close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := web.NewServer(a.handler, web.ServerOptions{Logger: logger})
+
+	// The index and the MCP servers run beside the session and stop after
+	// it (these defers run after shutdown): the hub's last appends get
+	// indexed, and a turn's last tool call has ended by then.
+	defer background(ctx, st.search.Run)()
+	if a.tools != nil {
+		defer background(ctx, func(ctx context.Context) error { a.tools.Run(ctx); return nil })()
+	}
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHub()
+	hubErr := make(chan error, 1)
+	go func() { hubErr <- a.hub.Run(hubCtx) }()
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
+		version, ln.Addr(), cfg.DataDir, cfg.Agent.Backend)
+
+	// The console REPL: on when stdin is a terminal (auto), or forced. It
+	// ends on /quit, Ctrl-D or end of input; the server goes on.
+	var repl, mail *task
+	if c := cfg.Channels.Console.Enabled; c == "true" || (c == "auto" && console.IsTerminal(stdin)) {
+		color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
+		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
+			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs})
+		})
+	}
+	if a.mail != nil {
+		mail = startTask(ctx, logger, "email channel", a.mail.Run)
+	}
+
+	var runErr error
+	hubStopped := false
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case runErr = <-hubErr:
+		hubStopped = true
+	case err := <-srvErr:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+	if err := shutdown(logger, repl, mail, stopHub, hubErr, hubStopped, srv, a.ws, st.chatLog); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
+
+// stores are the files the session lives on.
+type stores struct {
+	tail    []event.Event // the end of the chat log, for the hub to resume from
+	chatLog *history.Log
+	mem     *memory.Store
+	search  *index.Follower
+}
+
+// openStores creates the data directory and opens the chat log (reading
+// its tail first), memory and the search index.
+func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	tail, skipped, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
+	if err != nil {
+		return nil, fmt.Errorf("read chat log: %w", err)
+	}
+	if skipped > 0 {
+		logger.Warn("skipped malformed chat log lines", "count", skipped)
+	}
+	chatLog, err := history.Open(history.Options{
+		Path: cfg.Session.ChatLogPath, RotateMB: cfg.Session.LogRotateMB, Fsync: cfg.Session.Fsync,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := &stores{tail: tail, chatLog: chatLog}
+	if st.mem, err = memory.Open(cfg.Memory.Dir); err != nil {
+		st.close()
+		return nil, fmt.Errorf("open memory: %w", err)
+	}
+	var logSeq int64
+	if len(tail) > 0 {
+		logSeq = tail[len(tail)-1].Seq
+	}
+	if st.search, err = openIndex(cfg, logSeq, st.mem, logger); err != nil {
+		st.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// close closes what openStores opened, when serve gives up before running
+// anything (once running, shutdown closes the log and the index's Run
+// closes the index).
+func (st *stores) close() {
+	st.chatLog.Close()
+	if st.search != nil {
+		st.search.Close()
+	}
+}
+
+// app is the wired server, ready to start.
+type app struct {
+	hub     *hub.SessionManager
+	tools   *mcp.Manager // nil without mcp.servers
+	mail    *email.Channel
+	ws      *ws.Handler
+	handler http.Handler
+}
+
+// wire builds the agent, the hub and every door over st.
+func wire(cfg config.Config, token string, getenv func(string) string, logger *slog.Logger, st *stores) (*app, error) {
+	ag, err := newAgent(cfg, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{tools: newMCPManager(cfg, getenv, logger)}
+	var extraTools func() []agent.Tool
+	if a.tools != nil {
+		extraTools = a.tools.Tools
+	}
+	a.hub = hub.New(hub.Config{
+		DataDir:         cfg.DataDir,
+		BusyPolicy:      cfg.Session.BusyPolicy,
+		RetainExchanges: cfg.Session.RetainExchanges,
+		BufferEvents:    cfg.Session.BufferEvents,
+		ClientQueue:     cfg.Server.ClientQueue,
+		IdleTimeout:     time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
+		Logger:          logger,
+		Restore:         st.tail,
+		Memory:          st.mem,
+		History:         history.NewReader(cfg.Session.ChatLogPath),
+		Index:           st.search,
+		Tools:           extraTools,
+		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
+	}, st.chatLog, ag)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(a.hub.Collectors()...)
+
+	if cfg.Channels.Email.Enabled {
+		if a.mail, err = newEmail(cfg, a.hub, getenv, logger); err != nil {
+			return nil, err // it names the channel and the variable to set
+		}
+		registry.MustRegister(a.mail.Collector())
+	}
+
+	var messages http.Handler
+	if wh := cfg.Channels.Webhook; wh.Enabled {
+		hook := webhook.New(a.hub, webhook.Options{MaxBytes: cfg.Server.MaxMessageBytes,
+			RatePerSec: wh.RatePerSec, RateBurst: wh.RateBurst})
+		registry.MustRegister(hook.Collectors()...)
+		messages = hook
+	}
+	var mcpHandler http.Handler
+	if cfg.MCP.Serve {
+		served := hub.HistoryTools(a.hub, "")
+		if cfg.MCP.ServeSend {
+			served = append(served, mcp.SendTool(a.hub))
+		}
+		mcpHandler = mcp.Handler(mcp.NewServer(version, served))
+	}
+	var mcpStates func() any
+	if a.tools != nil {
+		mcpStates = func() any { return a.tools.States() }
+	}
+	a.ws = ws.New(a.hub, ws.Options{
+		MaxMessageBytes: cfg.Server.MaxMessageBytes,
+		PingInterval:    time.Duration(cfg.Server.PingIntervalSec) * time.Second,
+		WriteTimeout:    time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
+		MaxClients:      cfg.Server.MaxClients,
+		FrameRatePerSec: cfg.Server.FrameRatePerSec,
+		FrameRateBurst:  cfg.Server.FrameRateBurst,
+		Logger:          logger,
+	})
+	registry.MustRegister(a.ws.Collectors()...)
+	a.handler = web.Handler(a.hub, web.Options{
+		Addr:           cfg.Server.Addr,
+		Token:          token,
+		AllowedOrigins: cfg.Server.AllowedOrigins,
+		AllowedHosts:   cfg.Server.AllowedHosts,
+		WS:             a.ws,
+		Messages:       messages,
+		MCP:            mcpHandler,
+		MCPServers:     mcpStates,
+		Registry:       registry,
+	})
+	return a, nil
+}
+
+// newEmail builds the email channel: IMAP in, SMTP out. Enabled but
+// unusable (say, a password variable not set) refuses to start rather than
+// silently not answering mail. It stops before the hub at shutdown, so no
+// mail is handed to a stopping session; what is unanswered waits in
+// <data_dir>/email for the next start.
+func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger) (*email.Channel, error) {
+	e := cfg.Channels.Email
+	return email.New(h, email.Options{
+		Address: e.Address, AllowFrom: e.AllowFrom, MaxBytes: e.MaxBytes, RatePerHour: e.RatePerHour,
+		IMAP: email.IMAPOptions{Addr: e.IMAP.Addr, TLS: e.IMAP.TLS, Username: e.IMAP.Username,
+			Password: getenv(e.IMAP.PasswordEnv), PasswordEnv: e.IMAP.PasswordEnv, Mailbox: e.IMAP.Mailbox,
+			Idle: e.IMAP.Idle, PollInterval: time.Duration(e.IMAP.PollIntervalSec) * time.Second},
+		SMTP: email.SMTPOptions{Addr: e.SMTP.Addr, TLS: e.SMTP.TLS, Username: e.SMTP.Username,
+			Password: getenv(e.SMTP.PasswordEnv), PasswordEnv: e.SMTP.PasswordEnv},
+		DataDir: cfg.DataDir, Logger: logger,
+	})
+}
+
+// task is a door's run loop (the console, email) on a goroutine of its
+// own, stopped with its context.
+type task struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// startTask runs fn until it returns or ctx ends; its error is logged
+// under name (the server goes on without it).
+func startTask(ctx context.Context, logger *slog.Logger, name string, fn func(context.Context) error) *task {
+	tctx, stop := context.WithCancel(ctx)
+	t := &task{stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		if err := fn(tctx); err != nil {
+			logger.Error(name, "err", err)
+		}
+	}()
+	return t
+}
+
+// halt stops t and waits for it until deadline ends; it reports whether
+// t ended. A nil task has nothing to stop.
+func (t *task) halt(deadline context.Context) bool {
+	if t == nil {
+		return true
+	}
+	t.stop()
+	select {
+	case <-t.done:
+		return true
+	case <-deadline.Done():
+		return false
+	}
+}
+
+// background runs fn on a goroutine of its own, outliving ctx's
+// cancellation (it is stopped explicitly), and returns the func that
+// stops it and waits for it.
+func background(ctx context.Context, fn func(context.Context) error) (stop func()) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = fn(bctx) }()
+	return func() { cancel(); <-done }
+}
+
+// Shutdown phases, each ending this long after the signal. The last leaves
+// room within DESIGN's 5 s for closing the chat log and exiting. The hub's
+// slice covers its own 2 s wait for the agent to stop.
+const (
+	shutdownInputs  = 1500 * time.Millisecond // console and email stop taking input
+	shutdownSession = 3500 * time.Millisecond // the hub ends the turn, syncs the log
+	shutdownClients = 4250 * time.Millisecond // HTTP requests and WebSockets end
+)
+
+// shutdown stops everything in order: stop taking input (the REPL first,
+// so it restores the terminal; then email, so no mail goes into a stopping
+// session), then the hub (inputs get ErrClosed, the running turn ends
+// interrupted, the log is synced, every WebSocket is told 1001), then drain
+// HTTP and the WebSockets, then close the chat log. DESIGN promises an exit
+// within 5 s of the signal: each phase has its own slice of that, so one
+// stuck part (a mail server, a client that does not read) cannot starve the
+// ones after it. hubStopped says the hub has already returned (its error
+// was taken from hubErr).
+func shutdown(logger *slog.Logger, repl, mail *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
+	srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
+	start := time.Now()
+	phase := func(until time.Duration) (context.Context, context.CancelFunc) {
+		return context.WithDeadline(context.Background(), start.Add(until))
+	}
+	var firstErr error
+	inputs, cancelInputs := phase(shutdownInputs)
+	defer cancelInputs()
+	repl.halt(inputs)
+	if !mail.halt(inputs) {
+		logger.Error("email channel did not stop in time")
+	}
+	session, cancelSession := phase(shutdownSession)
+	defer cancelSession()
+	stopHub()
+	if !hubStopped {
+		select {
+		case firstErr = <-hubErr:
+		case <-session.Done():
+			logger.Error("session hub did not stop in time")
+		}
+	}
+	clients, cancelClients := phase(shutdownClients)
+	defer cancelClients()
+	if err := srv.Shutdown(clients); err != nil {
+		logger.Warn("http shutdown", "err", err)
+		srv.Close()
+	}
+	if err := wsh.Shutdown(clients); err != nil {
+		logger.Warn("websocket clients did not close in time")
+	}
+	if err := chatLog.Close(); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("close chat log: %w", err)
+	}
+	return firstErr
+}
