@@ -19,6 +19,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
 
 const backupUsage = `usage: frontdesk backup -o FILE.tar.gz [-config FILE] [-data DIR]
@@ -203,7 +204,7 @@ func writeBackup(l layout, out string) (sum backupSum, err error) {
 	if err := os.Rename(f.Name(), absOut); err != nil {
 		return sum, err
 	}
-	return sum, syncDir(filepath.Dir(absOut))
+	return sum, atomicfile.SyncDir(filepath.Dir(absOut))
 }
 
 // streamBackup writes the archive to w (frontdesk backup -o -).
@@ -579,14 +580,4 @@ func lineSeq(line []byte) (int64, bool) {
 		return 0, false
 	}
 	return e.Seq, true
-}
-
-// syncDir fsyncs a directory, making renames and creations in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

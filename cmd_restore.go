@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
 
 // runRestore runs "frontdesk restore …"; args are those after "restore".
@@ -114,7 +116,7 @@ func restore(archivePath string, l layout) (files int, err error) {
 		if err := os.Rename(tmp, target); err != nil {
 			return 0, fmt.Errorf("move the restored data into %s: %w", target, err)
 		}
-		return files, syncDir(filepath.Dir(target))
+		return files, atomicfile.SyncDir(filepath.Dir(target))
 	}
 	entries, err := os.ReadDir(tmp)
 	if err != nil {
@@ -128,7 +130,7 @@ func restore(archivePath string, l layout) (files int, err error) {
 	if err := os.Remove(tmp); err != nil {
 		return 0, err
 	}
-	return files, syncDir(target)
+	return files, atomicfile.SyncDir(target)
 }
 
 // checkEmpty refuses a data directory that holds anything.
@@ -312,7 +314,7 @@ func syncTree(dir string) error {
 		return err
 	}
 	for _, d := range slices.Backward(dirs) {
-		if err := syncDir(d); err != nil {
+		if err := atomicfile.SyncDir(d); err != nil {
 			return err
 		}
 	}

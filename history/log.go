@@ -15,6 +15,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
 
 // Fsync modes (session.fsync). They trade appends per second for how much a
@@ -145,7 +146,7 @@ func Open(opts Options) (*Log, error) {
 	fi, size, err := repair(fd)
 	if err == nil {
 		// The file may be new.
-		err = syncDir(dir)
+		err = atomicfile.SyncDir(dir)
 	}
 	if err != nil {
 		fd.Close()
@@ -320,7 +321,7 @@ func (l *Log) followRotation() error {
 	fi, err := nf.Stat()
 	if err == nil {
 		// The rename of the part and the creation of the new live file.
-		err = syncDir(l.dir)
+		err = atomicfile.SyncDir(l.dir)
 	}
 	if err != nil {
 		nf.Close()
@@ -430,16 +431,4 @@ func (l *Log) tick() bool {
 		return false
 	}
 	return true
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
+	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
 
 // authError is a login the server refused: retried slowly, reported once.
@@ -549,7 +550,7 @@ func (c *Channel) commit(key string) error {
 	if err := os.Rename(c.spool.pendingPath(key), c.spool.inboxPath(key)); err != nil {
 		return &spoolError{fmt.Errorf("commit email: %w", err)}
 	}
-	if err := syncDir(c.spool.inbox); err != nil {
+	if err := atomicfile.SyncDir(c.spool.inbox); err != nil {
 		return &spoolError{fmt.Errorf("commit email: %w", err)}
 	}
 	return nil

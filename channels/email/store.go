@@ -260,13 +260,3 @@ func (s *spool) outboxItems() ([]outboxItem, []error) {
 	})
 	return items, errs
 }
-
-// syncDir makes renames and deletions in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
