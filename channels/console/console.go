@@ -162,25 +162,20 @@ func Run(ctx context.Context, s Session, o Options) error {
 	r := &repl{s: s, p: p}
 	for {
 		line, err := rl.ReadLine()
-		p.gate.Lock() // until the next ReadLine (see printer.gate)
 		switch {
 		case errors.Is(err, readline.ErrInterrupt):
 			// readline ends "^C" with a bare LF (raw mode): return to the
 			// first column before the next prompt is drawn.
 			p.write("\r")
 			r.interrupt(ctx)
-			p.gate.Unlock()
 			continue
 		case err != nil: // io.EOF (Ctrl-D, end of input) or closed
 			if ctx.Err() == nil {
 				p.line(o.style(dim, "console closed; the server keeps running (stop it with Ctrl-\\ or SIGTERM)"))
 			}
-			p.gate.Unlock()
 			return nil
 		}
-		quit := r.handle(ctx, strings.TrimSpace(line))
-		p.gate.Unlock()
-		if quit {
+		if quit := r.handle(ctx, strings.TrimSpace(line)); quit {
 			p.say(o.style(dim, "console closed; the server keeps running (stop it with Ctrl-\\ or SIGTERM)"))
 			return nil
 		}

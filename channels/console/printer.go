@@ -17,14 +17,9 @@ import (
 // and Run's goroutine both print: say and show take mu; the lower-case
 // helpers expect it held.
 type printer struct {
-	// gate is held by Run's goroutine while readline is not prompting
-	// (from a line's Enter until the next ReadLine): readline places its
-	// prompt after text written while it prompts, but draws it over a
-	// streamed line begun in between, so live output waits meanwhile.
-	gate sync.Mutex
-	mu   sync.Mutex
-	w    io.Writer
-	o    Options
+	mu sync.Mutex
+	w  io.Writer
+	o  Options
 
 	streaming string // turn whose reply is being streamed on the current line
 	lastSeq   int64
@@ -97,11 +92,9 @@ func (p *printer) follow(ctx context.Context, s Session, sub *hub.Subscription) 
 			if !ok {
 				break
 			}
-			p.gate.Lock()
 			p.mu.Lock()
 			p.event(f.Event)
 			p.mu.Unlock()
-			p.gate.Unlock()
 		}
 		if ctx.Err() != nil {
 			sub.Close()
