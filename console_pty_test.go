@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,15 +54,24 @@ func startInPty(t *testing.T, args ...string) *term {
 
 func (tm *term) pump() {
 	buf := make([]byte, 4096)
+	vt := newVTScreen(160) // the pty's width; follows the output to answer cursor queries
 	for {
 		n, err := tm.pty.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			// readline asks where the cursor is; a terminal answers.
-			if c := bytes.Count(chunk, []byte("\x1b[6n")); c > 0 {
-				for range c {
-					tm.pty.Write([]byte("\x1b[1;1R"))
+			// readline asks where the cursor is (before it draws its
+			// prompt, so as not to draw over text already on the row); a
+			// terminal answers with where the cursor really is.
+			rest := chunk
+			for {
+				i := bytes.Index(rest, []byte("\x1b[6n"))
+				if i < 0 {
+					vt.write(rest)
+					break
 				}
+				vt.write(rest[:i])
+				fmt.Fprintf(tm.pty, "\x1b[%d;%dR", min(vt.row, 39)+1, vt.col+1)
+				rest = rest[i+4:]
 			}
 			tm.mu.Lock()
 			tm.out.Write(chunk)
