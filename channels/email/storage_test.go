@@ -56,6 +56,9 @@ func TestMailWaitsWhileTheChatLogCannotBeWritten(t *testing.T) {
 
 	disk.Heal()
 	e.answeredOnce(raw)
+	// The worker logs the recovery after the turn, which may be just after
+	// the reply went out.
+	eventually(t, "the recovery line", func() bool { return e.logs.count("emails reach the session again") >= 1 })
 	if n := e.logs.count("emails reach the session again"); n != 1 {
 		t.Errorf("%d recovery lines, want 1", n)
 	}
