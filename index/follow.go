@@ -315,6 +315,10 @@ func (f *Follower) Search(ctx context.Context, query string, opts Options) (Resu
 			}
 		}
 	}
+	// How far the index is, taken before the query: what it finds is at
+	// least that complete (catch-up may finish while it runs).
+	behind := f.covered.Load() < want
+	p := f.Progress()
 	f.mu.RLock()
 	res, err := f.ix.SearchQuery(ctx, q, opts)
 	f.mu.RUnlock()
@@ -322,8 +326,7 @@ func (f *Follower) Search(ctx context.Context, query string, opts Options) (Resu
 		f.damaged.Store(true)
 		f.NotifyMemory() // wakes Run, which rebuilds
 	}
-	if f.covered.Load() < want {
-		p := f.Progress()
+	if behind {
 		res.Indexing = &p
 	}
 	return res, err
