@@ -156,5 +156,5 @@ func (o *offlineHistory) catchUp(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
-	return o.ix.SetMemory(ctx, docs, "")
+	return o.ix.UpdateMemory(ctx, docs)
 }

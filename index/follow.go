@@ -2,12 +2,9 @@ package index
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -246,18 +243,9 @@ func (f *Follower) syncMemory(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read long-term memory: %w", err)
 	}
-	h := sha256.New()
-	for _, d := range docs {
-		h.Write([]byte(strconv.FormatInt(d.TS.UnixMilli(), 10) + "\x00" + d.Content + "\x00"))
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	old, err := f.ix.MemoryHash(ctx)
-	if err != nil || old == sum {
-		return err
-	}
-	return f.ix.SetMemory(ctx, docs, sum)
+	return f.ix.UpdateMemory(ctx, docs)
 }
 
 // rebuild replaces a damaged index with an empty one; the next catch-up

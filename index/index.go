@@ -11,7 +11,9 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -392,6 +394,23 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 		return classify("index memory", err)
 	}
 	return classify("index memory", tx.Commit())
+}
+
+// UpdateMemory replaces the indexed memory sections with docs unless they
+// are what the index holds already (compared by a hash of their times and
+// texts), so calling it on every change notice — or every search — costs
+// a hash, not a rewrite.
+func (ix *Index) UpdateMemory(ctx context.Context, docs []Doc) error {
+	h := sha256.New()
+	for _, d := range docs {
+		h.Write([]byte(strconv.FormatInt(d.TS.UnixMilli(), 10) + "\x00" + d.Content + "\x00"))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	old, err := ix.MemoryHash(ctx)
+	if err != nil || old == sum {
+		return err
+	}
+	return ix.SetMemory(ctx, docs, sum)
 }
 
 // addTotals keeps the document and word counts that give the average

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 )
@@ -342,14 +343,12 @@ func cut(s string, n int) string {
 	i := strings.LastIndexByte(s[:n], ' ')
 	if i < n/2 {
 		i = n
-		for i > 0 && !utf8RuneStart(s[i]) {
+		for i > 0 && !utf8.RuneStart(s[i]) {
 			i--
 		}
 	}
 	return s[:i] + "…"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // String describes a result for humans (the REPL and the history command).
 func (r Result) String() string {
