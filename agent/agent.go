@@ -27,6 +27,9 @@ type Request struct {
 	Channel string // where the input came from: web, console, email, webhook, …
 	From    string
 	Content string
+	// Attachments of this input; the bytes are in the attachment store
+	// (see the backend's config for how it reaches them).
+	Attachments []event.Attachment
 	// LongTermMemory is the consolidated memory, may be empty.
 	LongTermMemory string
 	// Context is the recent conversation (the chat ring), oldest first:

@@ -31,12 +31,16 @@ const (
 	ApprovalRequest Type = "approval_request"
 	// ApprovalResult: the first answer (or the timeout, or a cancel).
 	ApprovalResult Type = "approval_result"
+	// TurnStart: an input that was recorded as queued (user.queued) has
+	// begun to run. Only queued inputs get one; an input that runs at once
+	// starts with its user event.
+	TurnStart Type = "turn_start"
 )
 
 // Persisted reports whether events of type t are written to the chat log.
 func (t Type) Persisted() bool {
 	switch t {
-	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult:
+	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart:
 		return true
 	}
 	return false
@@ -49,7 +53,7 @@ const (
 	ChannelConsole  = "console"
 	ChannelEmail    = "email"
 	ChannelWebhook  = "webhook"
-	ChannelSchedule = "schedule" // planned: fired schedules
+	ChannelSchedule = "schedule" // fired schedules
 	ChannelMCP      = "mcp"      // the MCP server's send_message tool
 )
 
@@ -132,10 +136,33 @@ func (t Time) Std() time.Time { return time.Time(t) }
 // UserData is the payload of a user event. From is always present, empty
 // when the channel has no notion of a sender.
 type UserData struct {
-	Channel     string `json:"channel"`
-	From        string `json:"from"`
-	Content     string `json:"content"`
-	ClientMsgID string `json:"client_msg_id,omitempty"`
+	Channel     string       `json:"channel"`
+	From        string       `json:"from"`
+	Content     string       `json:"content"`
+	ClientMsgID string       `json:"client_msg_id,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Queued is set on an input recorded on arrival that runs later (the
+	// session was busy); a turn_start event with the same turn says when
+	// it began.
+	Queued bool `json:"queued,omitempty"`
+	// ScheduleID names the schedule that fired this input (channel schedule).
+	ScheduleID string `json:"schedule_id,omitempty"`
+}
+
+// Attachment is a file stored by content (data_dir/attachments) and
+// referenced from a user event.
+type Attachment struct {
+	SHA256 string `json:"sha256"`
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Size   int64  `json:"size"`
+}
+
+// TurnStartData is the payload of a turn_start event: a queued input (the
+// user event at seq InputSeq, whose turn this is) began to run.
+type TurnStartData struct {
+	InputSeq int64 `json:"input_seq"`
+	WaitedMS int64 `json:"waited_ms"`
 }
 
 // TextData is the payload of status, delta and notice events.
@@ -237,6 +264,8 @@ type Message struct {
 	From    string // user events: the sender, if the door has one
 	Content string
 	Partial bool // assistant events: the turn was cut short
+	// Attachments of a user event (names, types, sizes; not the bytes).
+	Attachments []Attachment
 }
 
 // Message returns the text of a user or assistant event. ok is false for
@@ -248,7 +277,7 @@ func (e Event) Message() (m Message, ok bool) {
 		if e.Decode(&d) != nil {
 			return m, false
 		}
-		return Message{Channel: d.Channel, From: d.From, Content: d.Content}, true
+		return Message{Channel: d.Channel, From: d.From, Content: d.Content, Attachments: d.Attachments}, true
 	case Assistant:
 		var d AssistantData
 		if e.Decode(&d) != nil {

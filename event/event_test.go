@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -72,13 +73,15 @@ func TestMessage(t *testing.T) {
 		ok   bool
 	}{
 		{"user", New(User, "t1", ts, UserData{Channel: "email", From: "a@b.c", Content: "hi"}), Message{Channel: "email", From: "a@b.c", Content: "hi"}, true},
+		{"attachments", New(User, "t1", ts, UserData{Channel: "web", Content: "see", Attachments: []Attachment{{SHA256: "ab", Name: "a.png", Type: "image/png", Size: 3}}}),
+			Message{Channel: "web", Content: "see", Attachments: []Attachment{{SHA256: "ab", Name: "a.png", Type: "image/png", Size: 3}}}, true},
 		{"assistant", New(Assistant, "t1", ts, AssistantData{Content: "yo", Partial: true}), Message{Content: "yo", Partial: true}, true},
 		{"notice", New(Notice, "", ts, TextData{Text: "x"}), Message{}, false},
 		{"bad payload", Event{Type: User, Data: []byte(`{"content":1}`)}, Message{}, false},
 		{"no payload", Event{Type: Assistant}, Message{}, false},
 	} {
 		got, ok := tc.e.Message()
-		if got != tc.want || ok != tc.ok {
+		if !reflect.DeepEqual(got, tc.want) || ok != tc.ok {
 			t.Errorf("%s: got %+v %v, want %+v %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}

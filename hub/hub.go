@@ -168,6 +168,11 @@ type Input struct {
 	// Patient inputs are never refused as busy: they wait in arrival order
 	// until the session is free, whatever busy_policy says (email).
 	Patient bool
+	// Attachments are files the door stored (data_dir/attachments) and
+	// checked; they go on the user event and to the agent.
+	Attachments []event.Attachment
+	// ScheduleID names the schedule that fired this input (channel schedule).
+	ScheduleID string
 }
 
 // Outcome says what Submit did with an input.

@@ -131,6 +131,7 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 	content := truncate(in.Content)
 	e := event.New(event.User, id, m.cfg.Now(), event.UserData{
 		Channel: in.Channel, From: in.From, Content: content, ClientMsgID: in.ClientMsgID,
+		Attachments: in.Attachments, ScheduleID: in.ScheduleID,
 	})
 	e.Seq = seq
 	err := m.appendLog(e)
@@ -156,9 +157,10 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 	m.await(id, in.Done)
 	req := agent.Request{
 		Turn: id, Channel: in.Channel, From: in.From, Content: content,
-		Context: m.ringBefore(seq),
-		Tools:   m.turnTools(id),
-		Notes:   m.notes(in),
+		Attachments: in.Attachments,
+		Context:     m.ringBefore(seq),
+		Tools:       m.turnTools(id),
+		Notes:       m.notes(in),
 	}
 	emit := func(typ event.Type, data any) {
 		// Marshalling happens here, on the turn's goroutine, not the hub's.
