@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 .PHONY: run build test bench soak lint fmt tidy-check staticcheck fuzz
 
 run:
-	$(GO) run -ldflags "$(LDFLAGS)" .
+	$(GO) run -ldflags "$(LDFLAGS)" . $(ARGS)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/frontdesk .
