@@ -174,7 +174,7 @@ func (c *historyRange) run(env historyEnv) (history.Stats, error) {
 	if f.Seq != 0 && t.Seq != 0 && f.Seq > t.Seq || !f.Time.IsZero() && !t.Time.IsZero() && f.Time.After(t.Time) {
 		return none, fmt.Errorf("history range: -from %s is after -to %s", c.from, c.to)
 	}
-	evs, truncated, st, err := env.r.Range(f, t, c.limit)
+	evs, truncated, st, err := env.r.Range(context.Background(), f, t, c.limit)
 	if err != nil {
 		return st, err
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -348,7 +349,7 @@ func TestRangeBySeq(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, truncated, _, err := r.Range(tc.from, tc.to, tc.limit)
+			got, truncated, _, err := r.Range(context.Background(), tc.from, tc.to, tc.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,7 +389,7 @@ func TestRangeByTime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, _, err := r.Range(tc.from, tc.to, 0)
+			got, _, _, err := r.Range(context.Background(), tc.from, tc.to, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,11 +404,23 @@ func TestRangeByTime(t *testing.T) {
 	}
 }
 
+// A range whose caller went away (an HTTP client, a cancelled tool call)
+// stops instead of reading the whole log for nobody.
+func TestRangeStopsWhenContextEnds(t *testing.T) {
+	fx := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	evs, _, _, err := NewReader(fx.path).Range(ctx, Bound{}, Bound{}, 0)
+	if !errors.Is(err, context.Canceled) || len(evs) != 0 {
+		t.Errorf("got %d events, err %v; want none and context.Canceled", len(evs), err)
+	}
+}
+
 func TestRangeReadsOnlyPartsInRange(t *testing.T) {
 	fx := newFixture(t)
 	r := NewReader(fx.path)
 	// Within part A, which is clean: the damage elsewhere goes unseen.
-	got, _, st, err := r.Range(Bound{Seq: 3}, Bound{Seq: 9}, 0)
+	got, _, st, err := r.Range(context.Background(), Bound{Seq: 3}, Bound{Seq: 9}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +428,7 @@ func TestRangeReadsOnlyPartsInRange(t *testing.T) {
 		t.Errorf("got %d events, stats %+v; want 7 events from 1 part, none skipped", len(got), st)
 	}
 	// Everything reads every file once and counts all the damage.
-	got, _, st, err = r.Range(Bound{}, Bound{}, 0)
+	got, _, st, err = r.Range(context.Background(), Bound{}, Bound{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,10 +439,10 @@ func TestRangeReadsOnlyPartsInRange(t *testing.T) {
 
 func TestRangeRejectsBadBounds(t *testing.T) {
 	r := NewReader(filepath.Join(t.TempDir(), "chat_history.ndjson"))
-	if _, _, _, err := r.Range(Bound{Seq: 1, Time: convoStart}, Bound{}, 0); err == nil {
+	if _, _, _, err := r.Range(context.Background(), Bound{Seq: 1, Time: convoStart}, Bound{}, 0); err == nil {
 		t.Error("a bound with both seq and time: no error")
 	}
-	if _, _, _, err := r.Range(Bound{}, Bound{Seq: -1}, 0); err == nil {
+	if _, _, _, err := r.Range(context.Background(), Bound{}, Bound{Seq: -1}, 0); err == nil {
 		t.Error("a negative seq: no error")
 	}
 }
@@ -487,7 +500,7 @@ func TestReadersOnEmptyLog(t *testing.T) {
 			if err != nil || len(evs) != 0 || st.Skipped != 0 {
 				t.Errorf("Recent: %v, %+v, %v", evs, st, err)
 			}
-			evs, trunc, st, err := r.Range(Bound{}, Bound{}, 0)
+			evs, trunc, st, err := r.Range(context.Background(), Bound{}, Bound{}, 0)
 			if err != nil || len(evs) != 0 || trunc || st.Skipped != 0 {
 				t.Errorf("Range: %v, %v, %+v, %v", evs, trunc, st, err)
 			}
@@ -532,7 +545,7 @@ func TestReadersFollowTheLog(t *testing.T) {
 	}
 
 	r := NewReader(path)
-	evs, _, st, err := r.Range(Bound{}, Bound{}, 0)
+	evs, _, st, err := r.Range(context.Background(), Bound{}, Bound{}, 0)
 	if err != nil || st.Skipped != 0 || st.Parts != len(files) {
 		t.Fatalf("Range: stats %+v, err %v; want %d parts", st, err, len(files))
 	}
@@ -610,7 +623,7 @@ func TestReadersDuringAppends(t *testing.T) {
 				return
 			default:
 			}
-			evs, _, _, err := r.Range(Bound{Seq: 500}, Bound{}, 0)
+			evs, _, _, err := r.Range(context.Background(), Bound{Seq: 500}, Bound{}, 0)
 			if err != nil || !contiguous(evs) || len(evs) > 0 && evs[0].Seq != 500 {
 				report("Range: %v, %d events", err, len(evs))
 			}
