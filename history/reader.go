@@ -51,9 +51,7 @@ type Stats struct {
 	// Skipped counts the malformed or partial lines skipped and the .gz
 	// parts found damaged (each once; what preceded the damage was read).
 	// Readers count only the lines they examine: Recent stops at the n-th
-	// event, Range looks only at parts that may hold the range, and
-	// Search only at lines holding the query's bytes (plus each part's
-	// last line).
+	// event, Range looks only at parts that may hold the range.
 	Skipped int `json:"skipped"`
 	// Parts counts the files read, wholly or partly.
 	Parts int `json:"parts"`
