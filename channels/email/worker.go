@@ -93,6 +93,7 @@ func (c *Channel) answer(ctx context.Context, it inboxItem) error {
 		From:        it.From,
 		Content:     it.Content,
 		ClientMsgID: it.ClientMsgID,
+		Attachments: it.Attachments,
 		Patient:     true, // email waits its turn, whatever busy_policy says
 		Done:        done,
 	})
