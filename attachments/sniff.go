@@ -80,7 +80,7 @@ func SanitizeName(name string) string {
 		for cut > 0 && !utf8.RuneStart(name[cut]) {
 			cut--
 		}
-		name = name[:cut]
+		name = strings.TrimSpace(name[:cut]) // the cut may end on a space
 	}
 	if name == "" || name == "." || name == ".." {
 		return "file"

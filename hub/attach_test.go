@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -62,5 +63,18 @@ func TestResolveAttachments(t *testing.T) {
 	}
 	if _, err := clean(Input{Channel: "web", Attachments: []event.Attachment{a}}); err != nil {
 		t.Errorf("files without text: %v, want accepted", err)
+	}
+}
+
+// The history tools show a user event's attachments to the model.
+func TestToolEventsShowAttachments(t *testing.T) {
+	a := event.Attachment{SHA256: strings.Repeat("a", 64), Name: "invoice.pdf", Type: "application/pdf", Size: 12}
+	e := event.New(event.User, "t1", time.Now(), event.UserData{Channel: "web", Content: "see", Attachments: []event.Attachment{a}})
+	s, err := toolJSON(toToolEvents([]event.Event{e}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s, `"attachments":[{"sha256":"`+a.SHA256+`","name":"invoice.pdf","type":"application/pdf","size":12}]`) {
+		t.Errorf("tool output %s lacks the attachment", s)
 	}
 }
