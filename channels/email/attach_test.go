@@ -154,3 +154,43 @@ func TestDovecotAttachments(t *testing.T) {
 		t.Errorf("content %q", c)
 	}
 }
+
+// A mail whose files were removed from the store before its turn came is
+// still answered (without them), and holds up nothing behind it.
+func TestMailAttachmentsRemovedBeforeTurn(t *testing.T) {
+	e := newEnv(t)
+	var err error
+	if e.files, err = attachments.Open(filepath.Join(e.dir, "attachments"), 0); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	e.agent.setGate(gate)
+	e.start()
+	e.connected()
+	first := newMail(ana, "first", "hold the line")
+	e.imap.deliver(t, first)
+	<-e.agent.started
+	second := attachMail(ana, "second", "with a file", mailPart{"chart.png", "image/png", "attachment", mailPNG(t)})
+	e.imap.deliver(t, second)
+	var stored []string
+	eventually(t, "the second mail's file is stored", func() bool {
+		stored, _ = filepath.Glob(filepath.Join(e.dir, "attachments", "*", "*[0-9a-f]"))
+		return len(stored) == 1
+	})
+	eventually(t, "the second mail is taken", func() bool {
+		items, _ := filepath.Glob(filepath.Join(e.dir, "email", "inbox", "*.json"))
+		return len(items) == 2
+	})
+	if err := os.Remove(stored[0]); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	e.smtp.next(t)
+	if got := e.smtp.next(t); inReplyTo(got) != messageID(second) {
+		t.Fatalf("answered %q, want the second mail", inReplyTo(got))
+	}
+	req := e.agent.requests()[1]
+	if len(req.Attachments) != 0 || !strings.Contains(req.Content, "no longer stored") {
+		t.Errorf("second turn: %d attachments, content %q", len(req.Attachments), req.Content)
+	}
+}
