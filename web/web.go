@@ -53,6 +53,12 @@ type Options struct {
 	// MCPServers, if set, reports the MCP servers the assistant uses, for
 	// /api/session and /healthz (as "mcp_servers").
 	MCPServers func() any
+	// Attachments serves POST /api/attachments and GET
+	// /api/attachments/{sha256} (nil: not mounted). AttachmentMaxBytes
+	// caps an upload: attachments.max_bytes, default
+	// DefaultAttachmentMaxBytes; give the store the same limit.
+	Attachments        AttachmentStore
+	AttachmentMaxBytes int64
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 }
@@ -71,6 +77,9 @@ func Handler(s Session, o Options) http.Handler {
 	api.Handle("GET /ws", o.WS)
 	if o.Messages != nil {
 		api.Handle("/api/messages", o.Messages)
+	}
+	if o.Attachments != nil {
+		attachmentRoutes(api, o)
 	}
 	api.Handle("POST /api/cancel", apiFunc(h.cancel))
 	api.Handle("POST /api/reset", apiFunc(h.reset))
