@@ -32,7 +32,7 @@ var static embed.FS
 // Session is the part of the hub the API uses.
 type Session interface {
 	Info(ctx context.Context) (hub.Info, error)
-	Cancel(ctx context.Context) (bool, error)
+	CancelBy(ctx context.Context, by string) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
@@ -79,7 +79,7 @@ func Handler(s Session, o Options) http.Handler {
 		api.Handle("/api/messages", o.Messages)
 	}
 	api.HandleFunc("POST /api/cancel", func(w http.ResponseWriter, r *http.Request) {
-		ok, err := s.Cancel(r.Context())
+		ok, err := s.CancelBy(r.Context(), hub.CancelByAPI)
 		if err != nil {
 			httpjson.WriteError(w, httpjson.FromSession(err))
 			return

@@ -30,7 +30,7 @@ import (
 type Session interface {
 	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
-	Cancel(ctx context.Context) (bool, error)
+	CancelBy(ctx context.Context, by string) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 	Info(ctx context.Context) (hub.Info, error)
@@ -191,7 +191,7 @@ type repl struct {
 
 func (r *repl) interrupt(ctx context.Context) {
 	// Ctrl-C cancels a running reply; otherwise readline has cleared the line.
-	if ok, err := r.s.Cancel(ctx); err == nil && ok {
+	if ok, err := r.s.CancelBy(ctx, event.ChannelConsole); err == nil && ok {
 		return // the notice arrives through the stream
 	}
 }
@@ -212,7 +212,7 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 	case "/help":
 		r.p.say(help)
 	case "/cancel":
-		ok, err := r.s.Cancel(ctx)
+		ok, err := r.s.CancelBy(ctx, event.ChannelConsole)
 		switch {
 		case err != nil:
 			r.p.say("cancel failed: " + err.Error())
