@@ -348,7 +348,11 @@ func (m *SessionManager) saveLongTerm(ctx context.Context, mem *memory.Store, en
 			if failed {
 				m.report(partLongTerm, nil)
 			}
-			log.Info("memory consolidated", "heading", entry.Heading, "fallback", entry.Fallback, "summarizer_err", entry.Err)
+			attrs := []any{"heading", entry.Heading, "fallback", entry.Fallback}
+			if entry.Err != nil {
+				attrs = append(attrs, "summarizer_err", entry.Err) // why the fallback
+			}
+			log.Info("memory consolidated", attrs...)
 			if m.cfg.Index != nil {
 				m.cfg.Index.NotifyMemory()
 			}
