@@ -337,6 +337,9 @@ func TestBusyPolicies(t *testing.T) {
 		if te := data[event.TurnEndData](t, evs[2]); te.Status != event.StatusCancelled || evs[2].Turn != "t1" {
 			t.Errorf("first turn ended %+v (turn %s), want cancelled t1", te, evs[2].Turn)
 		}
+		if n := data[event.TextData](t, evs[1]); n.By != event.ChannelWeb || !strings.HasPrefix(n.Text, "Cancelled by a new message from the web after ") {
+			t.Errorf("interrupt notice = %+v", n)
+		}
 		if a := data[event.AssistantData](t, evs[0]); !a.Partial || a.Content != "part " {
 			t.Errorf("partial reply = %+v", a)
 		}
