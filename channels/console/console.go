@@ -118,33 +118,7 @@ func Run(ctx context.Context, s Session, o Options) error {
 		// characters; Ctrl-\ stops the server.
 		FuncFilterInputRune: r.filterRune,
 	}
-	// Terminal handling follows the streams we were given, not the
-	// process's fds 0 and 1 (the library's default): a reader that is no
-	// file is never a terminal.
-	cfg.FuncIsTerminal = func() bool { return false }
-	if f, ok := o.Stdin.(*os.File); ok {
-		fd := int(f.Fd())
-		var saved *term.State
-		cfg.FuncIsTerminal = func() bool { return term.IsTerminal(fd) }
-		cfg.FuncMakeRaw = func() (err error) { saved, err = term.MakeRaw(fd); return err }
-		cfg.FuncExitRaw = func() error {
-			if saved == nil {
-				return nil
-			}
-			return term.Restore(fd, saved)
-		}
-		out := fd
-		if of, ok := o.Stdout.(*os.File); ok {
-			out = int(of.Fd())
-		}
-		cfg.FuncGetSize = func() (int, int) {
-			w, h, err := term.GetSize(out)
-			if err != nil || w <= 0 || h <= 0 {
-				return 80, 24 // a pty nobody sized: assume the classic terminal
-			}
-			return w, h
-		}
-	}
+	terminalFuncs(cfg, o)
 	rl, err := readline.NewFromConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("start console: %w", err)
@@ -370,4 +344,36 @@ func (o Options) style(code, s string) string {
 		return s
 	}
 	return code + s + "\x1b[0m"
+}
+
+// terminalFuncs makes readline's terminal handling follow the streams we
+// were given, not the process's fds 0 and 1 (the library's default): a
+// reader that is no file is never a terminal.
+func terminalFuncs(cfg *readline.Config, o Options) {
+	cfg.FuncIsTerminal = func() bool { return false }
+	f, ok := o.Stdin.(*os.File)
+	if !ok {
+		return
+	}
+	fd := int(f.Fd())
+	var saved *term.State
+	cfg.FuncIsTerminal = func() bool { return term.IsTerminal(fd) }
+	cfg.FuncMakeRaw = func() (err error) { saved, err = term.MakeRaw(fd); return err }
+	cfg.FuncExitRaw = func() error {
+		if saved == nil {
+			return nil
+		}
+		return term.Restore(fd, saved)
+	}
+	out := fd
+	if of, ok := o.Stdout.(*os.File); ok {
+		out = int(of.Fd())
+	}
+	cfg.FuncGetSize = func() (int, int) {
+		w, h, err := term.GetSize(out)
+		if err != nil || w <= 0 || h <= 0 {
+			return 80, 24 // a pty nobody sized: assume the classic terminal
+		}
+		return w, h
+	}
 }

@@ -33,57 +33,22 @@ const maxReferences = 20
 // in and a crash finds it in the chat log — then turns each outcome into a
 // reply in outbox/ as the turns end.
 func (c *Channel) work(ctx context.Context) error {
-	bo := backoff{min: time.Second, max: time.Minute}
-	failing := false                  // the last attempt failed: say so once, not at every retry
-	inSession := map[string]*handed{} // by inbox key: in the session, outcome to come
-	var hold <-chan time.Time         // after a failure: hand nothing over until it fires
-	fail := func(it inboxItem, err error) {
-		d := bo.next()
-		level := slog.LevelWarn
-		if failing {
-			level = slog.LevelDebug
-		}
-		c.log.Log(ctx, level, "could not hand an email to the session; it stays in the inbox and is retried",
-			"from", it.From, "err", err, "retry_in", d.Round(time.Millisecond))
-		failing = true
-		hold = time.After(d)
-	}
+	w := &workState{bo: backoff{min: time.Second, max: time.Minute}, inSession: map[string]*handed{}}
 	for {
 		items, errs := c.spool.inboxItems()
 		for _, err := range errs {
 			c.log.Error("unreadable email in the inbox moved aside", "err", err)
 		}
-		for _, it := range items {
-			if hold != nil {
-				break
-			}
-			if _, ok := inSession[it.Key]; ok {
-				continue
-			}
-			h, err := c.handOver(ctx, it)
+		if err := c.handOverAll(ctx, w, items); err != nil {
 			if errors.Is(err, errCrash) {
 				return err
 			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				fail(it, err)
-				break
-			}
-			if h != nil {
-				inSession[it.Key] = h
-			}
-			if failing {
-				c.log.Info("emails reach the session again", "from", it.From)
-				failing = false
-			}
-			bo.reset()
+			return nil // ctx ended
 		}
 		// Answer the oldest handed mail first: turns end in that order.
 		var next *handed
 		for _, it := range items {
-			if h := inSession[it.Key]; h != nil {
+			if h := w.inSession[it.Key]; h != nil {
 				next = h
 				break
 			}
@@ -96,10 +61,10 @@ func (c *Channel) work(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-c.wakeWorker:
-		case <-hold:
-			hold = nil
+		case <-w.hold:
+			w.hold = nil
 		case o := <-outcome:
-			delete(inSession, next.it.Key)
+			delete(w.inSession, next.it.Key)
 			err := c.answer(ctx, next.it, o)
 			if errors.Is(err, errCrash) {
 				return err
@@ -111,10 +76,67 @@ func (c *Channel) work(ctx context.Context) error {
 				return nil
 			}
 			if err != nil {
-				fail(next.it, err)
+				c.handFailed(ctx, w, next.it, err)
 			}
 		}
 	}
+}
+
+// workState is the worker goroutine's own.
+type workState struct {
+	bo        backoff
+	failing   bool               // the last attempt failed: say so once, not at every retry
+	inSession map[string]*handed // by inbox key: handed over, outcome to come
+	hold      <-chan time.Time   // after a failure: hand nothing over until it fires
+}
+
+// handOverAll hands the mails not yet in the session over, in order,
+// until one fails (then it waits for w.hold). It returns errCrash or the
+// context's error, else nil.
+func (c *Channel) handOverAll(ctx context.Context, w *workState, items []inboxItem) error {
+	for _, it := range items {
+		if w.hold != nil {
+			return nil
+		}
+		if _, ok := w.inSession[it.Key]; ok {
+			continue
+		}
+		h, err := c.handOver(ctx, it)
+		if errors.Is(err, errCrash) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			c.handFailed(ctx, w, it, err)
+			return nil
+		}
+		if h != nil {
+			w.inSession[it.Key] = h
+		}
+		if w.failing {
+			c.log.Info("emails reach the session again", "from", it.From)
+			w.failing = false
+		}
+		w.bo.reset()
+	}
+	return nil
+}
+
+// handFailed logs that a mail could not be handed over or answered (once at
+// warning level while failures go on) and holds further hand-overs for a
+// growing wait.
+func (c *Channel) handFailed(ctx context.Context, w *workState, it inboxItem, err error) {
+	d := w.bo.next()
+	level := slog.LevelWarn
+	if w.failing {
+		level = slog.LevelDebug
+	}
+	c.log.Log(ctx, level, "could not hand an email to the session; it stays in the inbox and is retried",
+		"from", it.From, "err", err, "retry_in", d.Round(time.Millisecond))
+	w.failing = true
+	w.hold = time.After(d)
 }
 
 // handed is a mail the session has taken; done receives its turn's outcome.
