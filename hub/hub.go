@@ -144,6 +144,8 @@ type Frame struct {
 	// it was read back), on the monotonic clock whatever Config.Now says:
 	// writers measure the fan-out lag from it.
 	Published time.Time
+	// queued: a user event recorded as queued (decoded once, here).
+	queued bool
 }
 
 func newFrame(e event.Event) *Frame {
@@ -151,7 +153,7 @@ func newFrame(e event.Event) *Frame {
 	if err != nil {
 		panic(fmt.Sprintf("hub: marshal event: %v", err)) // Data is always valid JSON
 	}
-	return &Frame{Event: e, JSON: b, Published: time.Now()}
+	return &Frame{Event: e, JSON: b, Published: time.Now(), queued: history.Queued(e)}
 }
 
 // Input is a user message from any channel.

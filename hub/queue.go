@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/history"
 )
 
 // Record now, run later. An input that cannot start at once (a patient
@@ -252,7 +251,7 @@ func conversation(frames []*Frame, after int64) []event.Event {
 		switch e.Type {
 		case event.User:
 			x := &exchange{start: e.Seq, user: e}
-			if history.Queued(e) {
+			if f.queued {
 				x.start = 0
 			}
 			byTurn[e.Turn] = x

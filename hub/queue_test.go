@@ -224,3 +224,81 @@ func TestInterruptedDurationSkipsDowntime(t *testing.T) {
 		t.Fatal("an interrupted queued input ran again after the restart")
 	}
 }
+
+// A queued input that a reset let start, cut by a stop: after a restart
+// it is interrupted, not run again.
+func TestStartedQueuedInputIsNotRunAgain(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	h := startHub(t, Config{DataDir: dir}, rec)
+	submit(t, h, "running", "w1")
+	rec.ran(t)
+	r, err := h.Submit(ctxT(t), Input{Channel: event.ChannelEmail, Content: "mail", ClientMsgID: "m1", Patient: true})
+	if err != nil || r.Outcome != Queued {
+		t.Fatalf("mail = %+v, %v", r, err)
+	}
+	if _, err := h.Reset(ctxT(t), ResetManual); err != nil { // cancels the running turn
+		t.Fatal(err)
+	}
+	if req := rec.ran(t); req.Content != "mail" {
+		t.Fatalf("after the reset ran %q", req.Content)
+	}
+	h.stop()
+	rec2 := newRecorder()
+	h2 := startHub(t, Config{DataDir: dir, Restore: readLog(t, dir)}, rec2)
+	_, snap := subscribe(t, h2, 0)
+	if snap.Connected.Busy {
+		t.Fatal("a queued input that had started runs again after the restart")
+	}
+	var end event.Event
+	for _, f := range snap.Replay {
+		if f.Event.Type == event.TurnEnd && f.Event.Turn == r.Turn {
+			end = f.Event
+		}
+	}
+	if end.Seq == 0 || data[event.TurnEndData](t, end).Status != event.StatusInterrupted {
+		t.Fatalf("the mail's turn_end = %s, want interrupted", end.Data)
+	}
+}
+
+// An input still waiting at a reset stays in the replay; after a restart
+// the rebuilt replay has it too (before the reset event), and it runs.
+func TestWaitingEchoKeptInReplayAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	h := startHub(t, Config{DataDir: dir}, rec)
+	submit(t, h, "running", "w1")
+	rec.ran(t)
+	var second Result
+	for _, id := range []string{"m1", "m2"} {
+		r, err := h.Submit(ctxT(t), Input{Channel: event.ChannelEmail, Content: "mail " + id, ClientMsgID: id, Patient: true})
+		if err != nil || r.Outcome != Queued {
+			t.Fatalf("%s = %+v, %v", id, r, err)
+		}
+		second = r
+	}
+	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+		t.Fatal(err)
+	}
+	rec.ran(t) // m1 runs in the new generation; m2 waits
+	h.stop()
+
+	rec2 := newRecorder()
+	h2 := startHub(t, Config{DataDir: dir, Restore: readLog(t, dir)}, rec2)
+	if req := rec2.ran(t); req.Content != "mail m2" {
+		t.Fatalf("after restart ran %q, want mail m2", req.Content)
+	}
+	_, snap := subscribe(t, h2, 0)
+	resetAt, echoAt := -1, -1
+	for i, f := range snap.Replay {
+		switch {
+		case f.Event.Type == event.Reset:
+			resetAt = i
+		case f.Event.Seq == second.Echo.Event.Seq:
+			echoAt = i
+		}
+	}
+	if echoAt < 0 || resetAt < 0 || echoAt > resetAt {
+		t.Fatalf("replay after restart: waiting echo at %d, reset at %d; want the echo kept before the reset", echoAt, resetAt)
+	}
+}
