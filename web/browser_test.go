@@ -50,8 +50,11 @@ type liveServer struct {
 	token  string
 	agent  agent.Agent
 	buffer int // session.buffer_events; 0: the default
-	tools  func() []agent.Tool
-	cur    *serverRun // nil while stopped
+	retain int // session.retain_exchanges; 0: the default
+	// maxClients is server.max_clients; 0: the default.
+	maxClients int
+	tools      func() []agent.Tool
+	cur        *serverRun // nil while stopped
 }
 
 type serverRun struct {
@@ -107,13 +110,14 @@ func (s *liveServer) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, History: history.NewReader(path), Index: ix, Tools: s.tools}, lg, s.agent)
+	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, RetainExchanges: s.retain,
+		History: history.NewReader(path), Index: ix, Tools: s.tools}, lg, s.agent)
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	ixDone := make(chan struct{})
 	go func() { defer close(ixDone); ix.Run(ctx) }()
 	go func() { defer close(hubDone); m.Run(ctx); <-ixDone }()
-	wsh := ws.New(m, ws.Options{})
+	wsh := ws.New(m, ws.Options{MaxClients: s.maxClients})
 	ln := s.listen()
 	srv := &http.Server{
 		Handler: web.Handler(m, web.Options{
@@ -541,7 +545,17 @@ func TestBrowserTwoTabsShareConversation(t *testing.T) {
 		p.wait("the message in both tabs", jsUserText("hello from tab A\nsecond line"))
 		p.wait("its web badge", `document.querySelector('#log li.msg.user .badge.ch-web').textContent === 'web'`)
 		p.wait("the reply streaming with a caret", jsStreaming)
-		p.wait("the status line", `!document.querySelector('#statusline').hidden && document.querySelector('#status-text').textContent === 'reading your message…'`)
+		// Whom the assistant answers, then the backend's progress text.
+		who := map[*tab]string{a: "you", b: "web"}[p]
+		p.wait("the status line", `!document.querySelector('#statusline').hidden &&
+			document.querySelector('#status-text').textContent === 'Replying to `+who+` · reading your message…'`)
+		// It sits in the footer's column, left-aligned with the composer, on one line.
+		if off := eval[float64](p, `document.querySelector('#statusline').getBoundingClientRect().left - document.querySelector('#composer').getBoundingClientRect().left`); off < -1 || off > 1 {
+			t.Errorf("%s: the status line starts %.0f px from the composer's left edge; want it in the column", p.name, off)
+		}
+		if h := eval[float64](p, `document.querySelector('#statusline').getBoundingClientRect().height`); h > 24 {
+			t.Errorf("%s: the status line is %.0f px tall; want one short line", p.name, h)
+		}
 		p.wait("the busy title", `document.title === 'working… — frontdesk'`)
 		p.wait("the Cancel button", `!document.querySelector('#cancel').hidden`)
 	}
@@ -552,9 +566,13 @@ func TestBrowserTwoTabsShareConversation(t *testing.T) {
 	// Tab B may draft, but not send, while the assistant works; it says why.
 	b.do(chromedp.Click(chromedp.CSS("#message")), chromedp.SendKeys(chromedp.CSS("#message"), "draft"), pressEnter(false))
 	b.wait("Send off with its reason", `document.querySelector('#send').disabled && !document.querySelector('#composer-reason').hidden &&
-		/replying/.test(document.querySelector('#composer-reason').textContent)`)
+		document.querySelector('#composer-reason').textContent === 'Send when it is done, or cancel it (Esc).'`)
 	if n := eval[int](b, `document.querySelectorAll('#pending li').length`); n != 0 {
 		t.Errorf("Enter while busy queued %d messages, want none", n)
+	}
+
+	if got := eval[string](a, `document.querySelector('#log li.msg.assistant time').textContent`); got != "…" {
+		t.Errorf("a streaming reply is stamped %q; want … until it is complete", got)
 	}
 
 	hold <- struct{}{}
@@ -566,6 +584,14 @@ func TestBrowserTwoTabsShareConversation(t *testing.T) {
 		if n := eval[int](p, jsUsers+` * 10 + `+jsReplies); n != 11 {
 			t.Errorf("%s: %d user messages and %d replies, want 1 and 1", p.name, n/10, n%10)
 		}
+	}
+	// The reply is stamped with one time, live and after a reload alike.
+	const jsReplyTime = `document.querySelector('#log li.msg.assistant time').dateTime`
+	live := eval[string](a, jsReplyTime)
+	c := openTab(t, browser, "tab C", srv.url())
+	c.wait("the reply replayed", jsConnected+` && `+jsReplies+` === 1`)
+	if got := eval[string](c, jsReplyTime); live == "" || got != live {
+		t.Errorf("the reply is stamped %q live and %q after a reload; want one time", live, got)
 	}
 	b.wait("Send back on for the draft", `!document.querySelector('#send').disabled && document.querySelector('#composer-reason').hidden &&
 		document.querySelector('#message').value === 'draft'`)
@@ -588,17 +614,47 @@ func TestBrowserCancelStopsStreamingInBothTabs(t *testing.T) {
 	b.wait("streaming in B", jsStreaming)
 	b.do(chromedp.Click(chromedp.CSS("#cancel")))
 	for _, p := range []*tab{a, b} {
-		p.wait("the cancellation", `[...document.querySelectorAll('#log li.turn-end.cancelled')].some((e) => /^Cancelled/.test(e.textContent))`)
 		p.wait("the caret gone and the reply marked cut short", `!document.querySelector('#log .caret') &&
-			document.querySelector('#log li.msg.assistant').classList.contains('partial') &&
-			/cut short/.test(document.querySelector('#log li.msg.assistant .flag').textContent)`)
-		p.wait("the cancel notice", `[...document.querySelectorAll('#log li.notice')].some((e) => /cancel/i.test(e.textContent))`)
+			document.querySelector('#log li.msg.assistant').classList.contains('partial')`)
 		p.wait("idle again", jsIdle+` && document.querySelector('#cancel').hidden`)
+		checkOneCancelNote(t, p, 1)
 	}
 	ta := eval[string](a, `document.querySelector('#log li.msg.assistant .md').textContent`)
 	tb := eval[string](b, `document.querySelector('#log li.msg.assistant .md').textContent`)
 	if ta != tb || !strings.HasSuffix(ta, "on its") {
 		t.Errorf("replies after cancel: A %q, B %q; want the same text, stopped before the held last word", ta, tb)
+	}
+
+	// Esc cancels too, from the composer where the focus is after sending.
+	a.send("another long one")
+	a.wait("streaming in A", jsStreaming+` && `+jsReplies+` === 2`)
+	b.wait("streaming in B", jsStreaming+` && `+jsReplies+` === 2`)
+	a.do(chromedp.KeyEvent(kb.Escape))
+	for _, p := range []*tab{a, b} {
+		p.wait("idle after Esc", `!document.querySelector('#log .caret') && `+jsIdle)
+		checkOneCancelNote(t, p, 2)
+	}
+}
+
+// checkOneCancelNote checks that each of the n cancelled replies is followed
+// by exactly one line, the hub's notice: no turn-end line or "cut short"
+// flag of the UI's own says the same again.
+func checkOneCancelNote(t *testing.T, p *tab, n int) {
+	t.Helper()
+	p.wait("the cancel notice", `document.querySelectorAll('#log li.notice').length === `+fmt.Sprint(n))
+	after := eval[[]string](p, `[...document.querySelectorAll('#log li.msg.assistant')].map((li) => {
+		const next = li.nextElementSibling;
+		return next ? next.className + ': ' + next.textContent : '(none)'; })`)
+	if len(after) != n {
+		t.Fatalf("%s: %d replies, want %d", p.name, len(after), n)
+	}
+	for _, line := range after {
+		if !strings.HasPrefix(line, "notice: ") || !strings.Contains(strings.ToLower(line), "cancel") {
+			t.Errorf("%s: after a cancelled reply comes %q; want the hub's cancel notice", p.name, line)
+		}
+	}
+	if extra := eval[int](p, `document.querySelectorAll('#log li.turn-end, #log li.msg.assistant .flag').length`); extra != 0 {
+		t.Errorf("%s: %d lines of the UI's own repeat the cancellation", p.name, extra)
 	}
 }
 
@@ -767,7 +823,8 @@ func TestBrowserTokenPrompt(t *testing.T) {
 }
 
 // Reset asks first (keyboard only: Enter opens, Escape backs out), then
-// clears every tab's view and says how many exchanges the assistant kept.
+// every tab keeps in view what the assistant keeps, says so under it, and a
+// tab opened afterwards shows the same.
 func TestBrowserResetAfterConfirm(t *testing.T) {
 	srv := newLiveServer(t, "", &agent.Demo{Delay: time.Millisecond})
 	browser := newBrowser(t, 1200, 800)
@@ -792,15 +849,22 @@ func TestBrowserResetAfterConfirm(t *testing.T) {
 	a.do(chromedp.Click(chromedp.CSS("#reset-confirm")))
 	outcome := `(() => {
 		if (/unknown command action/.test(document.querySelector('#composer-note').textContent)) return 'unsupported';
-		const items = document.querySelectorAll('#log > li');
-		return items.length === 1 && /^Conversation reset \(manual\) — kept \d+ exchanges?$/.test(items[0].textContent) ? 'reset' : '';
+		const items = [...document.querySelectorAll('#log > li')].map((li) => li.className + ': ' + li.textContent);
+		return items.length === 3 && items[0].startsWith('msg user') && items[1].startsWith('msg assistant') &&
+			items[2] === 'divider reset: Conversation reset. The assistant keeps the last exchange above as context.' ? 'reset' : '';
 	})()`
-	for _, p := range []*tab{a, b} {
+	check := func(p *tab) {
 		p.wait("the reset", outcome)
 		if eval[string](p, outcome) == "unsupported" {
 			t.Fatalf("%s: the server does not accept {\"type\":\"command\",\"action\":\"reset\"} yet", p.name)
 		}
+		if got := eval[string](p, `document.querySelector('#log li.msg.user .text').textContent`); got != "something to forget" {
+			t.Errorf("%s: the kept exchange shows %q", p.name, got)
+		}
 	}
+	check(a)
+	check(b)
+	check(openTab(t, browser, "tab C", srv.url())) // after the reset: the same view, from the replay
 }
 
 // The main view at desktop and phone widths, light and dark, with every
@@ -1067,11 +1131,14 @@ func TestBrowserHistoryFarJumpAndBackToLive(t *testing.T) {
 	checkUserSequence(t, texts[:len(texts)-1], first, text)
 }
 
-// After a reset the page shows only the reset line; "Load earlier
-// messages" (keyboard: Tab to it, Enter) brings back what came before, with
-// the reset as a divider where it happened.
+// After a reset the page shows the exchanges the assistant kept (2 here)
+// above the reset line; "Load earlier messages" (keyboard: Tab to it, Enter)
+// brings back what came before, with the reset as a divider where it
+// happened.
 func TestBrowserHistoryAcrossReset(t *testing.T) {
-	srv := newLiveServer(t, "", &agent.Demo{})
+	srv := &liveServer{t: t, dir: t.TempDir(), agent: &agent.Demo{}, retain: 2}
+	srv.start()
+	t.Cleanup(srv.stop)
 	srv.seed(4, standupNote)
 	if _, err := srv.cur.hub.Reset(context.Background(), hub.ResetManual); err != nil {
 		t.Fatal(err)
@@ -1079,12 +1146,14 @@ func TestBrowserHistoryAcrossReset(t *testing.T) {
 	srv.seed(1, func(int) string { return "first thing after the reset" })
 	browser := newBrowser(t, 1200, 800)
 	p := openTab(t, browser, "tab", srv.url())
-	p.wait("the reset line and the message after it", jsConnected+` && `+jsUserText("first thing after the reset")+` && (() => {
-		const items = document.querySelectorAll('#log > li');
-		return items[0].classList.contains('reset') && /^Conversation reset \(manual\) — kept 4 exchanges$/.test(items[0].textContent); })()`)
-	if n := eval[int](p, jsUsers); n != 1 {
-		t.Fatalf("after a reset the page shows %d user messages, want only the one after it", n)
+	p.wait("the kept exchanges, the reset line and the message after it", jsConnected+` && `+jsUserText("first thing after the reset")+` && (() => {
+		const items = [...document.querySelectorAll('#log > li')].filter((li) => !li.classList.contains('day'));
+		return items.length === 7 && items[4].classList.contains('reset') &&
+			items[4].textContent === 'Conversation reset. The assistant keeps the last 2 exchanges above as context.'; })()`)
+	if n := eval[int](p, jsUsers); n != 3 {
+		t.Fatalf("after a reset the page shows %d user messages, want the 2 kept and the one after it", n)
 	}
+	checkUserSequence(t, eval[[]string](p, jsUserTexts)[:2], 2, standupNote)
 	p.do(chromedp.Focus(chromedp.CSS("#older-load")), pressEnter(false))
 	p.wait("what came before the reset", `document.querySelector('#older').dataset.state === 'start' && `+jsUsers+` === 5`)
 	order := eval[[]string](p, `[...document.querySelectorAll('#log > li')].map((li) => li.classList.contains('reset') ? 'reset' : li.classList.contains('user') ? 'user' : '')

@@ -146,6 +146,11 @@ document.addEventListener('keydown', (e) => {
     openSearch();
   } else if (e.key === 'Escape' && state.search.open && !el.search.contains(e.target)) {
     closeSearch();
+  } else if (e.key === 'Escape' && !e.ctrlKey && !e.metaKey && !e.altKey && !el.cancel.hidden && !el.cancel.disabled) {
+    // Esc stops a running reply from anywhere but the search box (whose Esc
+    // closes it first) — the same as the Cancel button.
+    e.preventDefault();
+    dispatch({ type: 'cancel' });
   }
 });
 

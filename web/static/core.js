@@ -37,6 +37,7 @@ function initialState() {
     resetRequested: false,
     busyPolicy: '',      // reject | queue | interrupt: connected.busy_policy, or learned from a queued busy reply
     pending: [],         // {id, content, state: waiting|held|sent|queued|failed, note, sends, rev}
+    ownIds: new Set(),   // client_msg_ids this tab sent: their echo is "you" (items.js mine)
     replay: null,        // {info: connected data, events: []} between connected and synced
     lastFrameKind: null, // kind of the last frame we sent ('message' | 'command')
     note: null,          // {kind: 'busy'|'error'|'info', text, serial} shown by the composer
@@ -70,6 +71,21 @@ function clearView(s) {
   s.firstSeq = null;
   s.epoch = ++s.epochs;
   s.older = idleLoad();
+}
+
+// keepExchanges trims the live view at a reset to what the assistant keeps:
+// the last n exchanges (each from a user message on), as the hub trims its
+// buffer. A client that joins later gets those same events replayed before
+// the reset, so every tab shows the same. What is cut stays in the history.
+function keepExchanges(s, n) {
+  let from = s.items.length;
+  for (let i = s.items.length - 1, users = 0; i >= 0 && users < n; i--) {
+    if (s.items[i].kind === 'user') { users++; from = i; }
+  }
+  const kept = n > 0 ? s.items.slice(from) : [];
+  clearView(s);
+  for (const it of kept) { s.items.push(it); s.byKey.set(it.key, it); }
+  if (kept.length && typeof kept[0].seq === 'number') s.firstSeq = kept[0].seq;
 }
 
 function closeTurn(s, turn) {
@@ -145,7 +161,7 @@ function applyEvent(s, ev, live) {
     s.lastSeq = ev.seq;
   }
   if (ev.type === 'reset') {
-    clearView(s);
+    keepExchanges(s, Number(d.kept) || 0);
     s.resetRequested = false;
   }
   if (hasSeq(ev) && s.firstSeq === null) s.firstSeq = ev.seq;
@@ -288,6 +304,7 @@ function reduce(s, a) {
     case 'submit': {
       const p = { id: a.id, content: a.content, state: 'waiting', note: '', sends: 0, rev: 1 };
       s.pending.push(p);
+      s.ownIds.add(a.id);
       if (s.phase === 'live') sendPending(s, p);
       break;
     }
@@ -340,21 +357,57 @@ function composer(s) {
     return { canSend: true, kind: 'offline', reason: 'Not connected: what you send now is kept and delivered when the connection is back.' };
   }
   if (!isBusy(s)) return { canSend: true, kind: '', reason: '' };
-  if (s.cancelRequested) return { canSend: false, kind: 'busy', reason: 'Cancelling the reply…' };
+  // The status line beside it says that the assistant is replying, and to whom.
+  if (s.cancelRequested) return { canSend: false, kind: 'busy', reason: '' };
   if (s.busyPolicy === 'queue') {
-    return { canSend: true, kind: 'queue', reason: 'The assistant is replying. A message sent now waits in the queue and runs next (a newer one replaces it).' };
+    return { canSend: true, kind: 'queue', reason: 'A message sent now waits and runs next (a newer one replaces it).' };
   }
   if (s.busyPolicy === 'interrupt') {
-    return { canSend: true, kind: 'interrupt', reason: 'The assistant is replying. Sending now stops that reply and starts on yours.' };
+    return { canSend: true, kind: 'interrupt', reason: 'Sending now stops this reply and starts on yours.' };
   }
-  return { canSend: false, kind: 'busy', reason: 'The assistant is replying. You can send when it is done, or cancel it.' };
+  return { canSend: false, kind: 'busy', reason: 'Send when it is done, or cancel it (Esc).' };
+}
+
+// whoseTurn names who the running turn answers: 'you' for a message this
+// tab sent, else its channel label ('webhook · ci'); '' when not known.
+function whoseTurn(s) {
+  const t = s.openTurns[s.openTurns.length - 1];
+  if (!t || t === UNKNOWN_TURN) return '';
+  const it = s.items.findLast((i) => i.kind === 'user' && i.turn === t);
+  return !it ? '' : it.mine ? 'you' : it.label;
+}
+
+// statusLine is the one line shown while a turn runs (null: none): whom the
+// assistant answers and the backend's latest progress text; while we are
+// not connected we cannot know, so it says that instead.
+function statusLine(s) {
+  if (!isBusy(s)) return null;
+  if (s.phase !== 'live') return { kind: 'offline', text: 'The reply goes on at the server; it shows here once the connection is back.' };
+  if (s.cancelRequested) return { kind: 'cancelling', text: 'Cancelling the reply…' };
+  const who = whoseTurn(s);
+  return { kind: 'working', text: (who ? 'Replying to ' + who : 'Replying') + (s.status ? ' · ' + s.status : '…') };
+}
+
+// reconnectDelay is how long the shell waits before its next try, in ms:
+// attempts is the failed tries since the last good connection, lostMs how
+// long ago that connection was lost (Infinity: never connected), full that
+// the server refused us as full (close 1013). A connection lost moments ago
+// is most likely a restart that is back within seconds: retry about every
+// second then. Otherwise 0.5 s doubling to 10 s; a full server 2 s doubling
+// to 30 s. ±25 % jitter, so that clients dropped together do not return in
+// lockstep.
+function reconnectDelay(attempts, lostMs, full, random = Math.random) {
+  const base = full ? Math.min(30000, 2000 * 2 ** attempts)
+    : lostMs < 30000 ? Math.min(1200, 250 * 2 ** attempts)
+    : Math.min(10000, 500 * 2 ** attempts);
+  return base * (0.75 + random() * 0.5);
 }
 
 // `since` for the next connection; omitted while we have seen nothing.
 const sinceParam = (s) => (s.lastSeq > 0 ? s.lastSeq : null);
 
 
-export { initialState, reduce, isBusy, sinceParam, composer, MAX_SENDS,
+export { initialState, reduce, isBusy, sinceParam, composer, statusLine, whoseTurn, reconnectDelay, MAX_SENDS,
   channelLabel, channelKind, resetText, turnEndText,
   olderState, itemForSeq, findMatches, highlight, marked, markedTerms, withDays, shown, pageWindow,
   markdown, safeHref, textOf };

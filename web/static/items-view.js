@@ -6,7 +6,7 @@
 
 import * as Core from './core.js';
 import { state, dispatch } from './shell.js';
-import { h, timeOf, timeEl, relDay, clip } from './dom.js';
+import { h, timeOf, timeEl, setTime, relDay, clip } from './dom.js';
 
 // ── Markdown tree → DOM ──
 // Only these tags and attributes are ever created, and a link's href is
@@ -100,12 +100,12 @@ const views = {
     update() {},
   },
   assistant: {
-    build(it) {
+    build() {
       const li = h('li', 'msg assistant');
       const b = h('div', 'bubble');
       const meta = h('div', 'meta');
-      meta.append(h('span', 'who', 'assistant'), timeEl(it.ts));
-      b.append(meta, h('div', 'md'), h('div', 'flag'));
+      meta.append(h('span', 'who', 'assistant'), h('time', 'when'));
+      b.append(meta, h('div', 'md'));
       li.append(b);
       return li;
     },
@@ -115,7 +115,10 @@ const views = {
       // aria-busy keeps screen readers from reading every streamed chunk.
       li.setAttribute('aria-busy', it.streaming ? 'true' : 'false');
       renderMarkdown(li.querySelector('.md'), it.text, it.streaming);
-      li.querySelector('.flag').textContent = it.partial ? 'The reply was cut short.' : '';
+      // A reply is stamped when it was complete — the time the chat log keeps,
+      // so a reload shows the same; until then "…". (A cut-short reply is
+      // dashed; the notice or turn-end line under it says why, once.)
+      setTime(li.querySelector('.when'), it.final || !it.streaming ? it.ts : '');
     },
   },
   tool: {

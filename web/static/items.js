@@ -51,10 +51,18 @@ function turnEndText(d) {
   }
 }
 
+// resetText is the divider a reset leaves: what happened and what the
+// assistant still has. The exchanges it keeps stay in view above the divider
+// (core.js keepExchanges), so "above" is where they are.
 function resetText(d) {
-  const reason = String(d.reason || 'reset').replace(/-/g, ' ');
+  const reason = String(d.reason || '');
+  const head = reason === 'manual' ? 'Conversation reset'
+    : reason === 'idle-timeout' ? 'Conversation reset after a quiet spell'
+    : 'Conversation reset' + (reason ? ' (' + reason.replace(/-/g, ' ') + ')' : '');
   const n = Number(d.kept) || 0;
-  return 'Conversation reset (' + reason + ') — kept ' + n + ' exchange' + (n === 1 ? '' : 's');
+  if (n <= 0) return head + '. The assistant starts afresh.';
+  return head + '. The assistant keeps ' + (n === 1 ? 'the last exchange' : 'the last ' + n + ' exchanges') +
+    ' above as context.';
 }
 
 // ── history events (they may carry seq) ──
@@ -71,6 +79,7 @@ function addItem(s, v, ev, historic) {
       return newItem(s, v, 'user', seq ? 'u:' + seq : null, {
         seq, turn: ev.turn, ts: ev.ts, channel: d.channel, channelKind: channelKind(d.channel), from: d.from || '',
         label: channelLabel(d), content: String(d.content ?? ''),
+        mine: !!(d.client_msg_id && s.ownIds && s.ownIds.has(d.client_msg_id)),
       });
     case 'delta': {
       if (historic) return null;
@@ -107,7 +116,9 @@ function addItem(s, v, ev, historic) {
         const t = v.items[i];
         if (t.kind === 'tool' && t.turn === ev.turn && t.output === null && !t.ended) { t.ended = true; touch(t); }
       }
-      if (d.status && d.status !== 'completed') {
+      // A cancelled turn is told by the hub's notice (who cancelled it, after
+      // how long); a line of our own would say it a second time.
+      if (d.status && d.status !== 'completed' && d.status !== 'cancelled') {
         return newItem(s, v, 'turn_end', 'e:' + ev.turn + ':' + (seq || s.nextKey++), { seq, turn: ev.turn, ts: ev.ts, status: d.status, text: turnEndText(d) });
       }
       return null;
