@@ -53,8 +53,10 @@ type liveServer struct {
 	retain int // session.retain_exchanges; 0: the default
 	// maxClients is server.max_clients; 0: the default.
 	maxClients int
-	tools      func() []agent.Tool
-	cur        *serverRun // nil while stopped
+	// front, if set, wraps the web handler (a stand-in for a route).
+	front func(http.Handler) http.Handler
+	tools func() []agent.Tool
+	cur   *serverRun // nil while stopped
 }
 
 type serverRun struct {
@@ -119,10 +121,14 @@ func (s *liveServer) start() {
 	go func() { defer close(hubDone); m.Run(ctx); <-ixDone }()
 	wsh := ws.New(m, ws.Options{MaxClients: s.maxClients})
 	ln := s.listen()
+	var h http.Handler = web.Handler(m, web.Options{
+		Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
+	})
+	if s.front != nil {
+		h = s.front(h)
+	}
 	srv := &http.Server{
-		Handler: web.Handler(m, web.Options{
-			Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
-		}),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan struct{})

@@ -10,6 +10,8 @@
 import { plainText, render as markdown, safeHref, textOf } from './markdown.js';
 import { idleLoad, touch, setNote, addItem, hasSeq, PERSISTED, channelLabel, channelKind, resetText,
   turnEndText } from './items.js';
+import { initialTray, limitsFrom, trayState, takeTray, reduceAttachments, cleanAttachments, isImage, formatSize }
+  from './attachments.js';
 import { reduceHistory, learnDensity, shown, pageWindow, olderState, itemForSeq, findMatches, highlight, marked,
   markedTerms, withDays } from './history.js';
 
@@ -38,6 +40,7 @@ function initialState() {
     busyPolicy: '',      // reject | queue | interrupt: connected.busy_policy, or learned from a queued busy reply
     pending: [],         // {id, content, state: waiting|held|sent|queued|failed, note, sends, rev}
     ownIds: new Set(),   // client_msg_ids this tab sent: their echo is "you" (items.js mine)
+    tray: initialTray(), // files for the next message (attachments.js)
     replay: null,        // {info: connected data, events: []} between connected and synced
     lastFrameKind: null, // kind of the last frame we sent ('message' | 'command')
     note: null,          // {kind: 'busy'|'error'|'info', text, serial} shown by the composer
@@ -107,7 +110,9 @@ function sendPending(s, p) {
   p.sends++;
   p.note = '';
   p.rev++;
-  s.outbox.push({ type: 'message', content: p.content, client_msg_id: p.id });
+  const frame = { type: 'message', content: p.content, client_msg_id: p.id };
+  if (p.attachments.length) frame.attachments = p.attachments.map((a) => a.sha256);
+  s.outbox.push(frame);
   s.lastFrameKind = 'message';
 }
 
@@ -213,6 +218,7 @@ function finishReplay(s, synced) {
   s.generation = info.generation ?? s.generation;
   if (typeof info.max_message_bytes === 'number' && info.max_message_bytes > 0) s.maxFrameBytes = info.max_message_bytes;
   if (['reject', 'queue', 'interrupt'].includes(info.busy_policy)) s.busyPolicy = info.busy_policy;
+  limitsFrom(s.tray, info);
 
   for (const ev of events) applyEvent(s, ev, false);
   // How many persisted events a seq number holds here sizes the first page of older history.
@@ -301,8 +307,11 @@ function reduce(s, a) {
     case 'frame':
       onFrame(s, a.frame);
       break;
-    case 'submit': {
-      const p = { id: a.id, content: a.content, state: 'waiting', note: '', sends: 0, rev: 1 };
+    case 'submit': {        // {id, content}: the composer's text and the tray's files
+      if (!trayState(s.tray).ready) break; // the composer says why
+      const attachments = takeTray(s.tray);
+      if (!String(a.content ?? '').trim() && !attachments.length) break;
+      const p = { id: a.id, content: a.content, attachments, state: 'waiting', note: '', sends: 0, rev: 1 };
       s.pending.push(p);
       s.ownIds.add(a.id);
       if (s.phase === 'live') sendPending(s, p);
@@ -344,7 +353,8 @@ function reduce(s, a) {
       break;
 
     default:
-      reduceHistory(s, a); // scroll-back, jumps and search (history.js)
+      // the tray (attachments.js), else scroll-back, jumps and search (history.js)
+      if (!reduceAttachments(s, a)) reduceHistory(s, a);
       break;
   }
   return s;
@@ -353,6 +363,8 @@ function reduce(s, a) {
 // What the composer offers now: whether Send works and, if it does not or
 // does something special, the sentence that says why.
 function composer(s) {
+  const tray = trayState(s.tray);
+  if (!tray.ready) return { canSend: false, kind: 'busy', reason: tray.reason };
   if (s.phase !== 'live') {
     return { canSend: true, kind: 'offline', reason: 'Not connected: what you send now is kept and delivered when the connection is back.' };
   }
@@ -407,6 +419,7 @@ function reconnectDelay(attempts, lostMs, full, random = Math.random) {
 const sinceParam = (s) => (s.lastSeq > 0 ? s.lastSeq : null);
 
 
+export { cleanAttachments, isImage, formatSize, trayState };
 export { initialState, reduce, isBusy, sinceParam, composer, statusLine, whoseTurn, reconnectDelay, MAX_SENDS,
   channelLabel, channelKind, resetText, turnEndText,
   olderState, itemForSeq, findMatches, highlight, marked, markedTerms, withDays, shown, pageWindow,

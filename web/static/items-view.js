@@ -7,6 +7,7 @@
 import * as Core from './core.js';
 import { state, dispatch } from './shell.js';
 import { h, timeOf, timeEl, setTime, relDay, clip } from './dom.js';
+import { attachmentsNode } from './attach-view.js';
 
 // ── Markdown tree → DOM ──
 // Only these tags and attributes are ever created, and a link's href is
@@ -93,7 +94,10 @@ const views = {
       const badge = h('span', 'badge ch-' + it.channelKind, it.label);
       badge.title = 'via ' + (it.channel || 'unknown') + (it.from ? ' from ' + it.from : '');
       meta.append(badge, timeEl(it.ts));
-      b.append(meta, h('div', 'text', it.content)); // the user's words as typed: plain text
+      const text = h('div', 'text', it.content); // the user's words as typed: plain text
+      text.hidden = it.content === '' && it.attachments.length > 0;
+      b.append(meta, text);
+      if (it.attachments.length) b.append(attachmentsNode(it.attachments));
       li.append(b);
       return li;
     },
@@ -230,7 +234,9 @@ const pendingView = {
       btn.dataset.action = action;
       actions.append(btn);
     }
-    b.append(meta, h('div', 'text', p.content), h('div', 'flag'), actions);
+    b.append(meta, h('div', 'text', p.content));
+    if (p.attachments.length) b.append(attachmentsNode(p.attachments));
+    b.append(h('div', 'flag'), actions);
     li.append(b);
     return li;
   },

@@ -5,6 +5,8 @@
 // uses it for the live view, history.js for pages of older history, so both
 // look alike. A new event type that shows in the conversation starts here.
 
+import { cleanAttachments } from './attachments.js';
+
 // An idle loader of a page of history (see history.js).
 const idleLoad = () => ({ loading: false, error: '', acc: null, start: 0 });
 
@@ -80,6 +82,7 @@ function addItem(s, v, ev, historic) {
         seq, turn: ev.turn, ts: ev.ts, channel: d.channel, channelKind: channelKind(d.channel), from: d.from || '',
         label: channelLabel(d), content: String(d.content ?? ''),
         mine: !!(d.client_msg_id && s.ownIds && s.ownIds.has(d.client_msg_id)),
+        attachments: cleanAttachments(d.attachments),
       });
     case 'delta': {
       if (historic) return null;

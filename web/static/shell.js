@@ -47,7 +47,12 @@ function drainRequests() {
   while (state.requests.length) runRequest(state.requests.shift());
 }
 
+// Other modules carry out requests of their own kinds (uploads.js:
+// 'upload', 'upload-abort'): they register a handler here.
+const requestHandlers = {};
+
 function runRequest(req) {
+  if (requestHandlers[req.kind]) { requestHandlers[req.kind](req); return; }
   const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
   if (req.kind === 'search') {
     apiGet('/api/history/search', { q: req.q, limit: req.limit })
@@ -203,4 +208,5 @@ function retryNow() {
 window.addEventListener('online', () => { if (!net.ws) retryNow(); });
 window.addEventListener('offline', changed);
 
-export { state, net, hooks, dispatch, connect, retryNow, getToken, setToken, apiGet, DEFAULT_MAX_FRAME_BYTES };
+export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, askForToken,
+  DEFAULT_MAX_FRAME_BYTES };

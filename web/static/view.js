@@ -10,6 +10,10 @@ import { state, net, dispatch } from './shell.js';
 import { el, dayKey, dayKeyOf, clip } from './dom.js';
 import { views, pendingView, reconcile, keyOfNode, itemCache, pendingCache } from './items-view.js';
 import { renderSearch, clearHit, showTarget } from './search-view.js';
+import { renderTray } from './attach-view.js';
+
+// nothingToSend: no text typed and no file in the tray.
+const nothingToSend = () => el.input.value.trim() === '' && state.tray.items.length === 0;
 
 let renderQueued = false;
 let shownNoteSerial = 0;
@@ -123,6 +127,7 @@ function render() {
   renderEdges(v);
   renderArchiveBar();
   renderSearch();
+  renderTray();
 
   // status line: only while a turn runs; Cancel only while it can be sent
   const busy = Core.isBusy(state);
@@ -139,7 +144,7 @@ function render() {
   el.cancel.textContent = state.cancelRequested ? 'Cancelling…' : 'Cancel';
   const comp = net.authNeeded ? { canSend: true, kind: 'offline', reason: 'Enter the access token above to connect; what you send meanwhile is kept.' }
     : Core.composer(state);
-  el.send.disabled = !comp.canSend || el.input.value.trim() === '';
+  el.send.disabled = !comp.canSend || nothingToSend();
   el.send.textContent = comp.kind === 'queue' ? 'Queue' : 'Send';
   el.reason.hidden = !comp.reason;
   el.reason.dataset.kind = comp.kind;
@@ -306,4 +311,4 @@ el.archiveBack.addEventListener('click', () => {
   el.input.focus({ preventScroll: true });
 });
 
-export { scheduleRender, render, updateTitle, showNote, nearBottom };
+export { scheduleRender, render, updateTitle, showNote, nearBottom, nothingToSend };
