@@ -329,6 +329,3 @@ func TestBrowserAttachmentsShownInEveryTab(t *testing.T) {
 		t.Fatal("clicking the thumbnail opened no tab with the image")
 	}
 }
-
-// TestUIAttachmentsCore runs the tray's node tests (web/uitest/attachments.test.mjs).
-func TestUIAttachmentsCore(t *testing.T) { runNodeTest(t, "uitest/attachments.test.mjs") }

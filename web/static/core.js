@@ -33,7 +33,8 @@ function initialState() {
     items: [],           // the conversation, in display order (see newItem)
     byKey: new Map(),    // item key → item, for in-place updates
     nextKey: 1,
-    openTurns: [],       // turns started (user event) and not yet ended (turn_end)
+    openTurns: [],       // turns started (user event, or turn_start of a queued one) and not yet ended (turn_end)
+    queuedTurns: new Set(), // turns of queued inputs (user.queued) that have not started (turn_start) or ended
     status: '',          // latest status text of the running turn
     cancelRequested: false,
     resetRequested: false,
@@ -92,6 +93,8 @@ function keepExchanges(s, n) {
 }
 
 function closeTurn(s, turn) {
+  // A queued input that ends without running (replaced) was never the running turn.
+  if (s.queuedTurns.delete(turn)) return;
   const i = s.openTurns.indexOf(turn);
   if (i >= 0) s.openTurns.splice(i, 1);
   // A turn_end for a turn we never saw start ends the "unknown" running turn.
@@ -174,8 +177,19 @@ function applyEvent(s, ev, live) {
   const it = addItem(s, s, ev, false);
   switch (ev.type) {
     case 'user':
-      if (ev.turn && !s.openTurns.includes(ev.turn)) s.openTurns.push(ev.turn);
-      if (live) s.announce.push(channelLabel(d) + ' message: ' + (d.content ?? ''));
+      // A queued input is recorded now and runs later: the session is not
+      // running it (turn_start says when it does).
+      if (d.queued === true) { if (ev.turn) s.queuedTurns.add(ev.turn); }
+      else if (ev.turn && !s.openTurns.includes(ev.turn)) s.openTurns.push(ev.turn);
+      if (live) s.announce.push(channelLabel(d) + (d.queued === true ? ' message, queued: ' : ' message: ') + (d.content ?? ''));
+      break;
+    case 'turn_start':
+      if (ev.turn) {
+        s.queuedTurns.delete(ev.turn);
+        // One turn runs at a time: whatever we thought ran has ended.
+        s.openTurns = [ev.turn];
+        s.status = '';
+      }
       break;
     case 'status':
       s.status = String(d.text ?? '');
@@ -185,7 +199,8 @@ function applyEvent(s, ev, live) {
       break;
     case 'turn_end':
       if (it && live) s.announce.push(it.text);
-      closeTurn(s, ev.turn);
+      if (d.status === 'replaced') s.queuedTurns.delete(ev.turn); // it never ran
+      else closeTurn(s, ev.turn);
       break;
     case 'notice':
     case 'reset':
@@ -212,6 +227,7 @@ function finishReplay(s, synced) {
     clearView(s);
     s.lastSeq = 0;
     s.openTurns = [];
+    s.queuedTurns = new Set();
     s.status = '';
   }
   s.sessionId = info.session_id ?? s.sessionId;
@@ -246,8 +262,10 @@ function onBusy(s, d) {
   // kind (queued=true: our oldest in-flight message; queued=false: a queued
   // message of ours that was replaced, else a rejection) is for servers
   // that do not send it.
-  const p = (d.client_msg_id && s.pending.find((x) => x.id === d.client_msg_id)) ||
-    (!d.queued && s.pending.find((x) => x.state === 'queued')) || oldestInFlight(s);
+  // One that names a message already echoed (a queued echo comes first)
+  // has nothing of ours to mark.
+  const p = d.client_msg_id ? s.pending.find((x) => x.id === d.client_msg_id)
+    : (!d.queued && s.pending.find((x) => x.state === 'queued')) || oldestInFlight(s);
   if (d.queued && !s.busyPolicy) s.busyPolicy = 'queue';
   const text = String(d.message || (d.queued ? 'Queued: it will run after the current reply.' : 'The assistant is busy; try again when it is done.'));
   if (p) {

@@ -93,7 +93,7 @@ const views = {
       const meta = h('div', 'meta');
       const badge = h('span', 'badge ch-' + it.channelKind, it.label);
       badge.title = 'via ' + (it.channel || 'unknown') + (it.from ? ' from ' + it.from : '');
-      meta.append(badge, timeEl(it.ts));
+      meta.append(badge, h('span', 'queue-badge'), timeEl(it.ts));
       const text = h('div', 'text', it.content); // the user's words as typed: plain text
       text.hidden = it.content === '' && it.attachments.length > 0;
       b.append(meta, text);
@@ -101,7 +101,14 @@ const views = {
       li.append(b);
       return li;
     },
-    update() {},
+    // A queued input is marked until its turn starts, or says it never ran.
+    update(li, it) {
+      li.dataset.queue = it.queue || '';
+      const q = li.querySelector('.queue-badge');
+      q.textContent = it.queue === 'waiting' ? 'queued' : it.queue === 'replaced' ? 'replaced, not run' : '';
+      q.title = it.queue === 'waiting' ? 'Recorded; it runs when the reply before it is done' : '';
+      q.hidden = !it.queue;
+    },
   },
   assistant: {
     build() {

@@ -83,6 +83,9 @@ function addItem(s, v, ev, historic) {
         label: channelLabel(d), content: String(d.content ?? ''),
         mine: !!(d.client_msg_id && s.ownIds && s.ownIds.has(d.client_msg_id)),
         attachments: cleanAttachments(d.attachments),
+        // waiting | replaced | '' — a queued input waits for its turn_start
+        // (older pages: it ran or was replaced long ago; their turn_end says which)
+        queue: d.queued === true && !historic ? 'waiting' : '',
       });
     case 'delta': {
       if (historic) return null;
@@ -111,7 +114,19 @@ function addItem(s, v, ev, historic) {
         partial: !!d.partial, ts: ev.ts });
       return touch(b);
     }
+    case 'turn_start': {
+      // A queued input began to run: it waits no more.
+      const u = queuedUser(v, ev.turn);
+      if (u) { u.queue = ''; touch(u); }
+      return null;
+    }
     case 'turn_end': {
+      if (d.status === 'replaced') {
+        // A newer message took its place before it ran; the hub's notice says so.
+        const u = queuedUser(v, ev.turn);
+        if (u) { u.queue = 'replaced'; touch(u); }
+        return null;
+      }
       const b = v.byKey.get('a:' + ev.turn);
       if (b) { b.streaming = false; b.ended = true; touch(b); }
       // Tool calls of an ended turn that never got a result are not running any more.
@@ -150,8 +165,18 @@ function addItem(s, v, ev, historic) {
   }
 }
 
+// queuedUser finds the user item of turn among the last items of view v.
+function queuedUser(v, turn) {
+  for (let i = v.items.length - 1; i >= 0 && i >= v.items.length - 500; i--) {
+    const it = v.items[i];
+    if (it.kind === 'user' && it.turn === turn) return it;
+  }
+  return null;
+}
+
 const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
-const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice', 'reset', 'approval_request', 'approval_result']);
+const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'turn_start', 'notice', 'reset',
+  'approval_request', 'approval_result']);
 
 export { idleLoad, newItem, touch, setNote, assistantBubble, channelLabel, channelKind, turnEndText, resetText,
   addItem, hasSeq, PERSISTED };
