@@ -29,6 +29,8 @@ type toolEvent struct {
 	Channel string `json:"channel,omitempty"`
 	From    string `json:"from,omitempty"`
 	Content string `json:"content,omitempty"`
+	// Attachments of a user event: name, type, size (not the bytes).
+	Attachments []event.Attachment `json:"attachments,omitempty"`
 }
 
 func toToolEvents(evs []event.Event) []toolEvent {
@@ -38,7 +40,7 @@ func toToolEvents(evs []event.Event) []toolEvent {
 		switch e.Type {
 		case event.User, event.Assistant:
 			m, _ := e.Message()
-			te.Channel, te.From, te.Content = m.Channel, m.From, m.Content
+			te.Channel, te.From, te.Content, te.Attachments = m.Channel, m.From, m.Content, m.Attachments
 		case event.Notice:
 			var d event.TextData
 			_ = e.Decode(&d)
@@ -196,7 +198,8 @@ func (e *BadBoundError) Error() string { return e.Name + ": " + e.Err.Error() }
 
 // Range returns the persisted events between from and to (each a seq or
 // an RFC 3339 time, inclusive) from the chat log, oldest first, at most
-// limit; truncated says the limit cut it. It reads files, not hub state.
+// limit; truncated says the limit cut it. It reads files, not hub state,
+// and stops when ctx ends.
 func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) (evs []event.Event, truncated bool, err error) {
 	f, err := history.ParseBound(from)
 	if err != nil {
@@ -209,7 +212,7 @@ func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) 
 	if m.cfg.History == nil {
 		return nil, false, ErrNoHistory
 	}
-	evs, truncated, _, err = m.cfg.History.Range(f, t, limit)
+	evs, truncated, _, err = m.cfg.History.Range(ctx, f, t, limit)
 	return evs, truncated, err
 }
 

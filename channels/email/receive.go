@@ -1,6 +1,7 @@
 package email
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +19,9 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // authError is a login the server refused: retried slowly, reported once.
@@ -56,7 +59,7 @@ func (c *Channel) receive(ctx context.Context) error {
 			c.log.Log(ctx, level, "cannot write the email spool; new mail stays unread on the server and is fetched again",
 				"dir", c.spool.dir, "err", err, "retry_in", wait.Round(time.Millisecond))
 			c.spoolReported = true
-			if !sleep(ctx, wait) {
+			if !ctxsleep.Sleep(ctx, wait) {
 				return nil
 			}
 			continue
@@ -82,7 +85,7 @@ func (c *Channel) receive(ctx context.Context) error {
 			wait = bo.next()
 			c.log.Warn("IMAP connection failed; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond))
 		}
-		if !sleep(ctx, wait) {
+		if !ctxsleep.Sleep(ctx, wait) {
 			return nil
 		}
 	}
@@ -264,18 +267,11 @@ func lastUID(cl *imapclient.Client, sel *imap.SelectData) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fetch the last UID: %w", err)
 	}
-	var max uint32
+	var last uint32
 	for _, m := range msgs {
-		max = max32(max, uint32(m.UID))
+		last = max(last, uint32(m.UID))
 	}
-	return max, nil
-}
-
-func max32(a, b uint32) uint32 {
-	if a > b {
-		return a
-	}
-	return b
+	return last, nil
 }
 
 // meta is what the first FETCH tells about a new message.
@@ -490,7 +486,7 @@ func (c *Channel) handle(ctx context.Context, cl *imapclient.Client, st *mailbox
 
 // advance moves the cursor past uid and remembers key, durably.
 func (c *Channel) advance(st *mailboxState, uid uint32, key string) error {
-	st.LastUID = max32(st.LastUID, uid)
+	st.LastUID = max(st.LastUID, uid)
 	st.remember(key)
 	if err := c.spool.saveState(); err != nil {
 		return &spoolError{fmt.Errorf("save email state: %w", err)}
@@ -536,13 +532,48 @@ func (c *Channel) decide(st *mailboxState, m meta, raw []byte) (string, *inboxIt
 		return refuse(SkipRateLimited)
 	}
 	subject := msg.Subject
-	content := "Subject: " + subject + "\n\n" + msg.Text
+	atts, skipped := c.storeFiles(msg)
+	content := "Subject: " + subject + "\n\n" + msg.Text + skipped
 	now := c.opts.Now().UTC()
 	return "", &inboxItem{
 		V: 1, Key: key, ClientMsgID: id, From: msg.From, Subject: subject, Content: content,
 		MessageID: msg.MessageID, References: msg.References,
 		UIDValidity: st.UIDValidity, UID: m.UID, Received: now, Seq: now.UnixNano(),
+		Attachments: atts,
 	}
+}
+
+// storeFiles puts an accepted mail's files in the attachment store, at
+// most MaxAttachments of them, and returns their records and a line for
+// the model naming each file that was not stored and why ("" if none).
+// Storing is idempotent (by content), so a mail decided again after a
+// crash stores nothing twice.
+func (c *Channel) storeFiles(msg *mailMsg) ([]event.Attachment, string) {
+	var (
+		atts    []event.Attachment
+		skipped []string
+	)
+	for _, f := range msg.Files {
+		name := cleanLine(f.Name)
+		switch {
+		case c.opts.Attachments == nil:
+			skipped = append(skipped, fmt.Sprintf("%q (this server keeps no attachments)", name))
+		case len(atts) == c.opts.MaxAttachments:
+			skipped = append(skipped, fmt.Sprintf("%q (over the limit of %d files per message)", name, c.opts.MaxAttachments))
+		default:
+			a, err := c.opts.Attachments.Put(bytes.NewReader(f.Data), f.Name)
+			if err != nil {
+				c.log.Warn("email attachment not stored", "from", msg.From, "name", name, "err", err)
+				skipped = append(skipped, fmt.Sprintf("%q (%s, %v)", name, event.FormatSize(int64(len(f.Data))), err))
+				continue
+			}
+			atts = append(atts, a)
+		}
+	}
+	if len(skipped) == 0 {
+		return atts, ""
+	}
+	return atts, "\n\n[Attachments not stored: " + strings.Join(skipped, "; ") + "]"
 }
 
 // commit makes a recorded mail visible to the worker.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 )
 
@@ -119,6 +120,8 @@ type clientFrame struct {
 	ClientMsgID string `json:"client_msg_id"`
 	Action      string `json:"action"`
 	ID          string `json:"id"` // approve/deny: the approval_request's id
+	// Attachments of a message: ids (sha256) from POST /api/attachments.
+	Attachments []string `json:"attachments"`
 }
 
 // directQueue bounds per-connection replies (busy, error, duplicate echo).
@@ -139,7 +142,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			http.Error(w, `{"code":"bad_request","message":"since must be a non-negative integer"}`, http.StatusBadRequest)
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_since", "since must be a non-negative integer"))
 			return
 		}
 		since = n
@@ -379,7 +382,8 @@ func (cn *conn) rateLimited(b []byte, wait time.Duration) {
 func (cn *conn) submit(ctx context.Context, f clientFrame) {
 	res, err := cn.h.s.Submit(ctx, hub.Input{
 		Channel: event.ChannelWeb, Content: f.Content, ClientMsgID: f.ClientMsgID,
-		Notify: cn.reply,
+		Attachments: hub.AttachmentRefs(f.Attachments),
+		Notify:      cn.reply,
 	})
 	var bad *hub.InputError
 	switch {
