@@ -1,30 +1,23 @@
 package web_test
 
-// Browser tests of attachments in the UI: the attach button (a real file
-// input), paste and drop of images, upload errors, the limits checked
-// before a byte is sent. Until the attachment store is on this branch the
-// server side of POST/GET /api/attachments is fakeAttachments below, which
-// answers as docs/protocol.md says (201 {sha256, name, type, size}, 413
-// {code: "too_large", message}); sending a message with attachments and a
-// second tab seeing it need the real hub, and are tested when it lands.
+// Browser tests of attachments in the UI against the real store and
+// POST/GET /api/attachments: the attach button (a real file input, with a
+// token), paste and drop (a DataTransfer built in the page), a file the
+// server refuses, the limits checked before a byte is sent, and a message
+// with files seen by a second tab.
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,85 +25,20 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
-	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/attachments"
 )
 
-// fakeAttachments is an in-memory POST/GET /api/attachments with the
-// token check of /api/*.
-type fakeAttachments struct {
-	token string
-	max   int64
-	mu    sync.Mutex
-	files map[string]fakeFile
-	posts int
-}
-
-type fakeFile struct {
-	name, typ string
-	data      []byte
-}
-
-func (f *fakeAttachments) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/api/attachments") {
-			next.ServeHTTP(w, r)
-			return
+// nStored counts the files in the server's attachment store (each is a
+// file named by its sha256, besides the store's own records).
+func nStored(t *testing.T, srv *liveServer) int {
+	t.Helper()
+	n := 0
+	for _, p := range storedFiles(t, filepath.Join(srv.dir, "attachments")) {
+		if attachments.ValidHash(filepath.Base(p)) {
+			n++
 		}
-		if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token && r.URL.Query().Get("token") != f.token {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"code": "unauthorized", "message": "a valid token is required"})
-			return
-		}
-		if r.Method == http.MethodPost && r.URL.Path == "/api/attachments" {
-			f.post(w, r)
-			return
-		}
-		id := strings.TrimPrefix(r.URL.Path, "/api/attachments/")
-		f.mu.Lock()
-		file, ok := f.files[id]
-		f.mu.Unlock()
-		if r.Method != http.MethodGet || !ok {
-			writeJSON(w, http.StatusNotFound, map[string]string{"code": "not_found", "message": "no attachment " + id})
-			return
-		}
-		w.Header().Set("Content-Type", file.typ)
-		w.Write(file.data)
-	})
-}
-
-func (f *fakeAttachments) post(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.posts++
-	f.mu.Unlock()
-	data, err := io.ReadAll(io.LimitReader(r.Body, f.max+1))
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"code": "bad_body", "message": err.Error()})
-		return
 	}
-	if int64(len(data)) > f.max {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"code": "too_large",
-			"message": fmt.Sprintf("the file is larger than %d B (attachments.max_bytes)", f.max)})
-		return
-	}
-	sum := sha256.Sum256(data)
-	id := hex.EncodeToString(sum[:])
-	file := fakeFile{name: r.URL.Query().Get("name"), typ: http.DetectContentType(data), data: data}
-	f.mu.Lock()
-	f.files[id] = file
-	f.mu.Unlock()
-	writeJSON(w, http.StatusCreated, map[string]any{"sha256": id, "name": file.name, "type": file.typ, "size": len(data)})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-func (f *fakeAttachments) count() (posts, files int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.posts, len(f.files)
+	return n
 }
 
 // testPNG is a small real PNG of w×h pixels.
@@ -129,12 +57,11 @@ func testPNG(t *testing.T, w, h int) []byte {
 	return b.Bytes()
 }
 
-func newAttachServer(t *testing.T, token string, max int64) (*liveServer, *fakeAttachments) {
-	fake := &fakeAttachments{token: token, max: max, files: map[string]fakeFile{}}
-	srv := &liveServer{t: t, dir: t.TempDir(), token: token, agent: &agent.Demo{Delay: time.Millisecond}, front: fake.wrap}
+func newAttachServer(t *testing.T, token string, max int64) *liveServer {
+	srv := &liveServer{t: t, dir: t.TempDir(), token: token, agent: &agent.Demo{Delay: time.Millisecond}, attachMax: max}
 	srv.start()
 	t.Cleanup(srv.stop)
-	return srv, fake
+	return srv
 }
 
 // jsTrayDone is true when the tray holds n files, all uploaded.
@@ -149,7 +76,8 @@ func jsPasteFiles(b64 string, n int) string {
 	return fmt.Sprintf(`(() => {
 		const bytes = Uint8Array.from(atob(%q), (c) => c.charCodeAt(0));
 		const dt = new DataTransfer();
-		for (let i = 0; i < %d; i++) dt.items.add(new File([bytes], 'screenshot-' + i + '.png', { type: 'image/png' }));
+		// A byte after the image makes each file distinct (the store keeps one copy of equal ones).
+		for (let i = 0; i < %d; i++) dt.items.add(new File([bytes, new Uint8Array([i])], 'screenshot-' + i + '.png', { type: 'image/png' }));
 		const e = new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true });
 		document.querySelector('#message').dispatchEvent(e);
 		return e.defaultPrevented; })()`, b64, n)
@@ -159,7 +87,7 @@ func jsPasteFiles(b64 string, n int) string {
 // token in use: the upload carries it, the tray shows the thumbnail from
 // GET /api/attachments/{sha256}?token=, and the stored bytes are the file's.
 func TestBrowserAttachThroughFileInput(t *testing.T) {
-	srv, fake := newAttachServer(t, "s3cret", 20<<20)
+	srv := newAttachServer(t, "s3cret", 0)
 	pic := testPNG(t, 64, 48)
 	path := filepath.Join(t.TempDir(), "diagram.png")
 	if err := os.WriteFile(path, pic, 0o600); err != nil {
@@ -184,8 +112,11 @@ func TestBrowserAttachThroughFileInput(t *testing.T) {
 	if got := eval[string](p, `document.querySelector('#tray li .chip-name').textContent`); got != "diagram.png" {
 		t.Errorf("tray name %q", got)
 	}
-	if posts, files := fake.count(); posts != 1 || files != 1 {
-		t.Errorf("%d uploads, %d files stored; want 1 and 1", posts, files)
+	if n := nStored(t, srv); n != 1 {
+		t.Errorf("%d files stored; want 1", n)
+	}
+	if got, err := os.ReadFile(filepath.Join(srv.dir, "attachments", id[:2], id)); err != nil || !bytes.Equal(got, pic) {
+		t.Errorf("the stored file is not the one picked (%v)", err)
 	}
 	if got := eval[string](p, `document.querySelector('#message').value`); got != "see the diagram" {
 		t.Errorf("the composer's text changed to %q", got)
@@ -203,7 +134,7 @@ func TestBrowserAttachThroughFileInput(t *testing.T) {
 // Pasting a screenshot and dropping files attach them; a batch over the
 // limit (11 files) is refused whole before anything is uploaded.
 func TestBrowserAttachPasteAndDrop(t *testing.T) {
-	srv, fake := newAttachServer(t, "", 20<<20)
+	srv := newAttachServer(t, "", 0)
 	b64 := base64.StdEncoding.EncodeToString(testPNG(t, 20, 20))
 	browser := newBrowser(t, 1200, 800)
 	p := openTab(t, browser, "tab", srv.url())
@@ -231,11 +162,11 @@ func TestBrowserAttachPasteAndDrop(t *testing.T) {
 		t.Errorf("tray: %s", got)
 	}
 
-	before, _ := fake.count()
+	before := nStored(t, srv)
 	p.do(chromedp.Evaluate[chromedp.Void](jsPasteFiles(b64, 8))) // 3 + 8 > 10
 	p.wait("the refusal", `document.querySelector('#tray-error').textContent === 'A message may carry at most 10 files (3 already attached).'`)
-	if after, _ := fake.count(); after != before {
-		t.Errorf("%d uploads of a refused batch", after-before)
+	if after := nStored(t, srv); after != before || before != 3 {
+		t.Errorf("%d files stored before a refused batch and %d after; want 3 and 3", before, after)
 	}
 	if n := eval[int](p, `document.querySelectorAll('#tray li').length`); n != 3 {
 		t.Errorf("tray holds %d files after a refused batch, want the 3 before", n)
@@ -246,7 +177,7 @@ func TestBrowserAttachPasteAndDrop(t *testing.T) {
 // the UI's default): the tray says why, Send stays off with the reason,
 // the composer keeps its text, and removing the file frees Send again.
 func TestBrowserAttachTooLargeForServer(t *testing.T) {
-	srv, _ := newAttachServer(t, "", 1000)
+	srv := newAttachServer(t, "", 1000)
 	path := filepath.Join(t.TempDir(), "big.log")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("a log line\n"), 500), 0o600); err != nil {
 		t.Fatal(err)
@@ -259,6 +190,9 @@ func TestBrowserAttachTooLargeForServer(t *testing.T) {
 	p.wait("the refusal in the tray", `(() => { const li = document.querySelector('#tray li');
 		return li && li.dataset.state === 'failed' &&
 			li.querySelector('.tray-status').textContent === 'not uploaded: the file is larger than 1000 B (attachments.max_bytes)'; })()`)
+	if n := nStored(t, srv); n != 0 {
+		t.Errorf("%d files stored from a refused upload", n)
+	}
 	p.wait("Send off, saying why", `document.querySelector('#send').disabled &&
 		document.querySelector('#composer-reason').textContent === 'A file did not upload: retry or remove it to send.'`)
 	if got := eval[string](p, `document.querySelector('#message').value`); got != "my draft" {
@@ -272,27 +206,19 @@ func TestBrowserAttachTooLargeForServer(t *testing.T) {
 	p.wait("Send on again", `!document.querySelector('#send').disabled && document.querySelector('#tray').hidden`)
 }
 
-// A message with files (put in by a door, as email does) shows in every
-// tab: an image as a thumbnail loaded from GET /api/attachments/{sha256},
-// anything else as a chip with name and size; a click opens it in a new tab.
+// Files sent from one tab show in every tab: an image as a thumbnail
+// loaded from GET /api/attachments/{sha256}, anything else as a chip with
+// name and size; a click opens it in a new tab. A message may be files only.
 func TestBrowserAttachmentsShownInEveryTab(t *testing.T) {
-	srv, fake := newAttachServer(t, "", 20<<20)
-	store := func(name string, data []byte) event.Attachment {
-		resp, err := http.Post(srv.url()+"api/attachments?name="+name, "application/octet-stream", bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var a event.Attachment
-		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusCreated {
-			t.Fatalf("store %s: %d %v", name, resp.StatusCode, err)
-		}
-		return a
+	srv := newAttachServer(t, "", 0)
+	dir := t.TempDir()
+	photo, notes := filepath.Join(dir, "photo.png"), filepath.Join(dir, "notes.txt")
+	pic := testPNG(t, 40, 30)
+	if err := os.WriteFile(photo, pic, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	pic := store("photo.png", testPNG(t, 40, 30))
-	notes := store("notes.txt", []byte("ten bytes!"))
-	if _, files := fake.count(); files != 2 {
-		t.Fatalf("%d files stored", files)
+	if err := os.WriteFile(notes, []byte("ten bytes!"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	browser := newBrowser(t, 1200, 800)
 	a := openTab(t, browser, "tab A", srv.url())
@@ -300,29 +226,42 @@ func TestBrowserAttachmentsShownInEveryTab(t *testing.T) {
 	a.wait("connected", jsConnected)
 	b.wait("connected", jsConnected)
 
-	done := make(chan hub.TurnOutcome, 1)
-	if _, err := srv.cur.hub.Submit(context.Background(), hub.Input{Channel: event.ChannelEmail, From: "ana@example.com",
-		Content: "the photo and my notes", Attachments: []event.Attachment{pic, notes}, Done: done}); err != nil {
-		t.Fatal(err)
-	}
+	a.do(chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{photo, notes}))
+	a.wait("both uploaded", jsTrayDone(2))
+	a.send("the photo and my notes")
 	for _, p := range []*tab{a, b} {
-		p.wait("the thumbnail and the chip", `(() => {
+		p.wait("the message with its thumbnail and chip", jsUserText("the photo and my notes")+` && (() => {
 			const u = document.querySelector('#log li.msg.user');
-			const img = u && u.querySelector('.attachments a.thumb img');
-			const chip = u && u.querySelector('.attachments a.chip');
+			const img = u.querySelector('.attachments a.thumb img');
+			const chip = u.querySelector('.attachments a.chip');
 			return img && img.complete && img.naturalWidth === 40 && img.getAttribute('loading') === 'lazy' && img.alt === 'photo.png' &&
 				chip && chip.textContent === 'notes.txt10 B' && chip.hasAttribute('download') && chip.target === '_blank'; })()`)
-		if href := eval[string](p, `document.querySelector('#log a.thumb').getAttribute('href')`); href != "/api/attachments/"+pic.SHA256 {
-			t.Errorf("%s: thumbnail link %q", p.name, href)
-		}
+		p.wait("the reply", jsReplies+` === 1 && `+jsIdle)
+	}
+	if !eval[bool](a, `document.querySelector('#tray').hidden`) {
+		t.Error("the tray is not empty after sending")
+	}
+	sum := sha256.Sum256(pic)
+	id := hex.EncodeToString(sum[:])
+	if href := eval[string](b, `document.querySelector('#log a.thumb').getAttribute('href')`); href != "/api/attachments/"+id {
+		t.Errorf("thumbnail link %q", href)
 	}
 	a.screenshot("attachments-in-message")
 
+	// Files only, no text: pasted into tab A, shown in tab B.
+	eval[bool](a, jsPasteFiles(base64.StdEncoding.EncodeToString(testPNG(t, 24, 24)), 1))
+	a.wait("the pasted image uploaded", jsTrayDone(1)+` && !document.querySelector('#send').disabled`)
+	a.do(chromedp.Click(chromedp.CSS("#send")))
+	b.wait("a message of one image", `(() => { const u = document.querySelectorAll('#log li.msg.user')[1];
+		const img = u && u.querySelector('.attachments img');
+		return img && img.complete && img.naturalWidth === 24 && u.querySelector('.text').hidden; })()`)
+	b.wait("its reply done (nothing moves under the click)", jsReplies+` === 2 && `+jsIdle)
+
 	// A click on the thumbnail opens the image in a new tab.
-	opened := chromedp.WaitNewTarget(a.ctx, func(info *target.Info) bool {
-		return strings.HasSuffix(info.URL, "/api/attachments/"+pic.SHA256)
+	opened := chromedp.WaitNewTarget(b.ctx, func(info *target.Info) bool {
+		return strings.HasSuffix(info.URL, "/api/attachments/"+id)
 	})
-	a.do(chromedp.Click(chromedp.CSS("#log a.thumb")))
+	b.do(chromedp.Click(chromedp.CSS("#log a.thumb")))
 	select {
 	case <-opened:
 	case <-time.After(10 * time.Second):

@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -49,10 +50,11 @@ type liveServer struct {
 	retain int // session.retain_exchanges; 0: the default
 	// maxClients is server.max_clients; 0: the default.
 	maxClients int
-	// front, if set, wraps the web handler (a stand-in for a route).
-	front func(http.Handler) http.Handler
-	tools func() []agent.Tool
-	cur   *serverRun // nil while stopped
+	// attachMax is attachments.max_bytes (the store's and the upload's
+	// limit); 0: the default, 20 MiB.
+	attachMax int64
+	tools     func() []agent.Tool
+	cur       *serverRun // nil while stopped
 }
 
 type serverRun struct {
@@ -108,8 +110,12 @@ func (s *liveServer) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	files, err := attachments.Open(filepath.Join(s.dir, "attachments"), s.attachMax)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, RetainExchanges: s.retain,
-		History: history.NewReader(path), Index: ix, Tools: s.tools}, lg, s.agent)
+		History: history.NewReader(path), Index: ix, Tools: s.tools, Attachments: files}, lg, s.agent)
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	ixDone := make(chan struct{})
@@ -117,14 +123,11 @@ func (s *liveServer) start() {
 	go func() { defer close(hubDone); m.Run(ctx); <-ixDone }()
 	wsh := ws.New(m, ws.Options{MaxClients: s.maxClients})
 	ln := s.listen()
-	var h http.Handler = web.Handler(m, web.Options{
-		Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
-	})
-	if s.front != nil {
-		h = s.front(h)
-	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler: web.Handler(m, web.Options{
+			Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
+			Attachments: files, AttachmentMaxBytes: files.MaxBytes(),
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan struct{})
