@@ -28,7 +28,8 @@ func TestBrowserServerFullRetries(t *testing.T) {
 
 	b := openTab(t, browser, "tab B", srv.url())
 	b.wait("told the server is full", `document.querySelector('#conn').dataset.state === 'offline' &&
-		/^server full \(too many clients\), retrying in \d+ s$/.test(document.querySelector('#conn-text').textContent)`)
+		/^server full \(too many clients\), retrying in \d+ s$/.test(document.querySelector('#conn-text').textContent) &&
+		/^The server has as many clients as it takes/.test(document.querySelector('#empty').textContent)`)
 	b.screenshot("server-full")
 
 	// Tab A leaves; B comes in on its next try, without a click.

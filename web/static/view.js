@@ -123,6 +123,7 @@ function render() {
   el.empty.hidden = v.items.length > 0 || (!inArchive && state.pending.length > 0);
   el.empty.textContent = state.phase === 'live' ? 'No messages yet.'
     : net.authNeeded ? 'Enter the access token to see the conversation.'
+    : net.serverFull ? 'The server has as many clients as it takes: the conversation appears once a place is free.'
     : connState === 'offline' ? 'Not connected: the conversation appears once the server is reachable.' : 'Connecting…';
   renderEdges(v);
   renderArchiveBar();
