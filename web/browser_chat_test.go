@@ -6,6 +6,7 @@ package web_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,9 @@ func TestBrowserCancelStopsStreamingInBothTabs(t *testing.T) {
 	}
 }
 
+// cancelNotice is the hub's notice after a cancel from a web page.
+var cancelNotice = regexp.MustCompile(`^notice: Cancelled from the web after \d+(\.\d)? s\.$`)
+
 // checkOneCancelNote checks that each of the n cancelled replies is followed
 // by exactly one line, the hub's notice: no turn-end line or "cut short"
 // flag of the UI's own says the same again.
@@ -142,8 +146,8 @@ func checkOneCancelNote(t *testing.T, p *tab, n int) {
 		t.Fatalf("%s: %d replies, want %d", p.name, len(after), n)
 	}
 	for _, line := range after {
-		if !strings.HasPrefix(line, "notice: ") || !strings.Contains(strings.ToLower(line), "cancel") {
-			t.Errorf("%s: after a cancelled reply comes %q; want the hub's cancel notice", p.name, line)
+		if !cancelNotice.MatchString(line) {
+			t.Errorf("%s: after a cancelled reply comes %q; want the hub's one cancel notice", p.name, line)
 		}
 	}
 	if extra := eval[int](p, `document.querySelectorAll('#log li.turn-end, #log li.msg.assistant .flag').length`); extra != 0 {
@@ -410,4 +414,39 @@ func TestBrowserScreenshots(t *testing.T) {
 	}
 	hold <- struct{}{}
 	p.wait("done", jsIdle)
+}
+
+// An email that arrives while a reply runs is recorded and shown at once,
+// marked "queued"; it does not take over the status line. When its turn
+// starts the mark goes and the status names it; its reply follows.
+func TestBrowserQueuedInputBadge(t *testing.T) {
+	hold := make(chan struct{})
+	srv := newLiveServer(t, "", &scripted{delay: 5 * time.Millisecond, hold: hold,
+		reply: func(in string) string { return "About " + in + ": done." }})
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", srv.url())
+	p.wait("connected", jsConnected)
+	p.send("first job")
+	p.wait("streaming", jsStreaming)
+
+	srv.submitEmail("ann@example.com", "Lunch at noon?")
+	const jsEmail = `[...document.querySelectorAll('#log li.msg.user')].find((li) => li.querySelector('.text').textContent === 'Lunch at noon?')`
+	p.wait("the email shown as queued", `(() => { const li = `+jsEmail+`;
+		return li && li.dataset.queue === 'waiting' && !li.querySelector('.queue-badge').hidden &&
+			li.querySelector('.queue-badge').textContent === 'queued'; })()`)
+	if got := eval[string](p, `document.querySelector('#status-text').textContent`); !strings.HasPrefix(got, "Replying to you") {
+		t.Errorf("status while the email waits: %q; want the running turn's", got)
+	}
+	p.screenshot("queued-badge")
+
+	hold <- struct{}{} // the first reply ends; the email's turn starts
+	p.wait("the email running, its mark gone", `(() => { const li = `+jsEmail+`;
+		return li && li.dataset.queue === '' && li.querySelector('.queue-badge').hidden; })() &&
+		/^Replying to email · ann@example.com/.test(document.querySelector('#status-text').textContent)`)
+	hold <- struct{}{}
+	p.wait("both answered", jsReplies+` === 2 && `+jsIdle)
+	last := eval[string](p, `[...document.querySelectorAll('#log li.msg.assistant .md')].at(-1).textContent`)
+	if last != "About Lunch at noon?: done." {
+		t.Errorf("the last reply is %q; want the email's", last)
+	}
 }
