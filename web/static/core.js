@@ -81,15 +81,19 @@ function clearView(s) {
 // the last n exchanges (each from a user message on), as the hub trims its
 // buffer. A client that joins later gets those same events replayed before
 // the reset, so every tab shows the same. What is cut stays in the history.
+// A queued input still waiting survives a reset (it runs after it): it is
+// kept wherever it is and is not counted as an exchange.
 function keepExchanges(s, n) {
+  const waiting = (it) => it.kind === 'user' && it.queue === 'waiting';
   let from = s.items.length;
   for (let i = s.items.length - 1, users = 0; i >= 0 && users < n; i--) {
-    if (s.items[i].kind === 'user') { users++; from = i; }
+    if (s.items[i].kind === 'user' && !waiting(s.items[i])) { users++; from = i; }
   }
-  const kept = n > 0 ? s.items.slice(from) : [];
+  const start = n > 0 ? s.items[from] : null;
+  const kept = s.items.filter((it, i) => (n > 0 && i >= from) || waiting(it));
   clearView(s);
   for (const it of kept) { s.items.push(it); s.byKey.set(it.key, it); }
-  if (kept.length && typeof kept[0].seq === 'number') s.firstSeq = kept[0].seq;
+  if (start && typeof start.seq === 'number') s.firstSeq = start.seq;
 }
 
 function closeTurn(s, turn) {

@@ -132,3 +132,23 @@ assert.strictEqual(s.items.length, before);
 assert.strictEqual(s.lastSeq, 4);
 frame(s, ev(5, 'assistant', 't1', { content: 'still fine' }));
 assert.strictEqual(s.items.at(-1).text, 'still fine');
+
+// 9. a reset keeps a waiting input in view (it runs after the reset) and does not count it as an exchange
+s = Core.initialState();
+connect(s, {}, []);
+frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'old' }));
+frame(s, ev(2, 'assistant', 't1', { content: 'r-old' }));
+frame(s, ev(3, 'turn_end', 't1', { status: 'completed' }));
+frame(s, ev(4, 'user', 't4', { channel: 'web', content: 'kept' }));
+frame(s, ev(5, 'user', 't5', { channel: 'email', content: 'waiting', queued: true }));
+frame(s, ev(6, 'assistant', 't4', { content: 'r-kept' }));
+frame(s, ev(7, 'turn_end', 't4', { status: 'cancelled' }));
+frame(s, ev(8, 'reset', null, { reason: 'manual', kept: 1 }));
+assert.deepStrictEqual(s.items.map((i) => i.kind + ':' + (i.content ?? i.text)), ['user:kept', 'user:waiting', 'assistant:r-kept',
+  'reset:Conversation reset. The assistant keeps the last exchange above as context.']);
+assert.strictEqual(user(s, 't5').queue, 'waiting');
+frame(s, ev(9, 'reset', null, { reason: 'idle-timeout', kept: 0 }));
+assert.deepStrictEqual(s.items.map((i) => i.kind + ':' + (i.content ?? '')), ['user:waiting', 'reset:']);
+frame(s, ev(10, 'turn_start', 't5', { input_seq: 5, waited_ms: 3 }));
+assert.deepStrictEqual(s.openTurns, ['t5']);
+assert.strictEqual(user(s, 't5').queue, '');
