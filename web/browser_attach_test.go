@@ -8,6 +8,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -21,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -266,5 +269,40 @@ func TestBrowserAttachmentsShownInEveryTab(t *testing.T) {
 	case <-opened:
 	case <-time.After(10 * time.Second):
 		t.Fatal("clicking the thumbnail opened no tab with the image")
+	}
+}
+
+// Upload progress is shown while a file goes up: with uploads throttled to
+// 256 KiB/s, a 768 KiB file is seen part-way (the bar between empty and
+// full, the percentage in words), then done.
+func TestBrowserAttachUploadProgress(t *testing.T) {
+	srv := newAttachServer(t, "", 0)
+	path := filepath.Join(t.TempDir(), "recording.bin")
+	data := make([]byte, 768<<10)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", srv.url())
+	p.wait("connected", jsConnected)
+	p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+			MatchedNetworkConditions: []*network.Conditions{{URLPattern: "*://*:*/api/attachments*", DownloadThroughput: -1, UploadThroughput: 256 << 10}}})
+		return err
+	}))
+	p.do(chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{path}))
+	p.wait("part-way", `(() => { const li = document.querySelector('#tray li'); const bar = li && li.querySelector('.tray-progress');
+		return li && li.dataset.state === 'uploading' && !bar.hidden && bar.value > 0 && bar.value < bar.max &&
+			/^uploading [1-9][0-9]? %$/.test(li.querySelector('.tray-status').textContent); })()`)
+	p.screenshot("attach-progress")
+	p.wait("done", jsTrayDone(1)+` && document.querySelector('#tray li .tray-progress').hidden`)
+	if n := nStored(t, srv); n != 1 {
+		t.Errorf("%d files stored", n)
 	}
 }
