@@ -250,7 +250,7 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts
 		ids[i] = strconv.FormatInt(f.id, 10)
 	}
 	rows, err := ix.db.QueryContext(ctx,
-		`SELECT rowid, snippet(fts, 0, ?, ?, '…', ?) FROM fts WHERE fts MATCH ? AND rowid IN (`+strings.Join(ids, ",")+`)`,
+		`SELECT rowid, snippet(fts, 0, ?, ?, '…', ?), content FROM fts WHERE fts MATCH ? AND rowid IN (`+strings.Join(ids, ",")+`)`,
 		MarkStart, MarkEnd, snippetTokens, expr)
 	if err != nil {
 		return nil, broad, classify("search", err)
@@ -259,11 +259,11 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts
 	snip := make(map[int64]string, len(found))
 	for rows.Next() {
 		var id int64
-		var s string
-		if err := rows.Scan(&id, &s); err != nil {
+		var s, content string
+		if err := rows.Scan(&id, &s, &content); err != nil {
 			return nil, broad, classify("search", err)
 		}
-		snip[id] = s
+		snip[id] = wholeWords(s, content)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, broad, classify("search", err)

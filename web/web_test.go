@@ -126,7 +126,7 @@ func checkModules(t *testing.T, base, page string) {
 	if entry == nil {
 		t.Fatalf("no module script in the page:\n%s", page)
 	}
-	imports := regexp.MustCompile(`(?m)^import [^;]* from '\./([a-z-]+\.js)';$`)
+	imports := regexp.MustCompile(`(?m)^import (?:[^;]* from )?'\./([a-z-]+\.js)';`)
 	seen := map[string]bool{}
 	for todo := []string{entry[1]}; len(todo) > 0; {
 		name := todo[0]

@@ -5,19 +5,27 @@
 //   markdown.js     Markdown to a tree of plain objects (pure)
 //   items.js        protocol events to conversation items (pure)
 //   history.js      scroll-back, archive, jumps, search state (pure)
+//   attachments.js  the composer's tray of files, limits (pure)
 //   core.js         the state and the reducer (pure; node tests import it)
 //   shell.js        WebSocket, token, HTTP requests, dispatch()
+//   uploads.js      file uploads (XMLHttpRequest, progress), file URLs
 //   dom.js          elements, h(), time formatting
 //   items-view.js   one item's DOM; keyed reconciliation
+//   attach-view.js  thumbnails and chips, the tray, attach/drop/paste
 //   search-view.js  the search box and the jump target
 //   view.js         render(): the page from the state; scrolling
+// A new feature (a panel, say) gets a pure module for its state (its
+// actions reduced like reduceAttachments/reduceHistory in core.js reduce),
+// a view module that renders it (called from view.js render), and, for
+// its own HTTP, a handler in shell.js requestHandlers.
 // Every piece of server or user text goes through textContent, never innerHTML.
 
 import * as Core from './core.js';
 import { state, net, hooks, dispatch, connect, retryNow, setToken, DEFAULT_MAX_FRAME_BYTES } from './shell.js';
 import { el } from './dom.js';
-import { scheduleRender, render, updateTitle, showNote } from './view.js';
+import { scheduleRender, render, updateTitle, showNote, nothingToSend } from './view.js';
 import { openSearch, closeSearch } from './search-view.js';
+import './attach-view.js'; // the attach button, drop and paste
 
 // updateTitle synchronously: background tabs get no animation frames, and the title matters most there.
 hooks.changed = () => { updateTitle(); scheduleRender(); };
@@ -57,9 +65,11 @@ function newMsgID() {
 
 function submit() {
   const content = el.input.value.replace(/\s+$/, ''); // keep leading indentation, drop trailing blank lines
-  if (!content.trim() || !Core.composer(state).canSend) return; // the reason is on screen
+  const files = state.tray.items.map((t) => (t.att ? t.att.sha256 : ''));
+  if ((!content.trim() && !files.length) || !Core.composer(state).canSend) return; // the reason is on screen
   const id = newMsgID();
-  const bytes = new TextEncoder().encode(JSON.stringify({ type: 'message', content, client_msg_id: id })).length;
+  const frame = { type: 'message', content, client_msg_id: id, attachments: files.length ? files : undefined };
+  const bytes = new TextEncoder().encode(JSON.stringify(frame)).length;
   const limit = state.maxFrameBytes || DEFAULT_MAX_FRAME_BYTES;
   if (bytes > limit) {
     showNote('error', 'That message is too long (' + Math.ceil(bytes / 1024) + ' KiB; the limit is ' + Math.floor(limit / 1024) + ' KiB).');
@@ -85,7 +95,7 @@ function autosize() {
   el.input.style.height = 'auto';
   el.input.style.height = Math.min(el.input.scrollHeight + 2, max) + 'px';
   el.input.style.overflowY = el.input.scrollHeight + 2 > max ? 'auto' : 'hidden'; // no scrollbar until it is needed
-  el.send.disabled = !Core.composer(state).canSend || el.input.value.trim() === '';
+  el.send.disabled = !Core.composer(state).canSend || nothingToSend();
 }
 el.input.addEventListener('input', autosize);
 
@@ -127,7 +137,8 @@ el.pending.addEventListener('click', (e) => {
   if (btn.dataset.action === 'edit') {
     const p = state.pending.find((x) => x.id === id);
     if (p && !el.input.value.trim()) el.input.value = p.content;
-    else if (p) el.input.value = el.input.value.replace(/\s+$/, '') + '\n' + p.content;
+    else if (p && p.content) el.input.value = el.input.value.replace(/\s+$/, '') + '\n' + p.content;
+    if (p) dispatch({ type: 'tray-restore', attachments: p.attachments }); // its files go back in the tray
     dispatch({ type: 'discard', id });
     autosize();
     el.input.focus();
@@ -146,6 +157,11 @@ document.addEventListener('keydown', (e) => {
     openSearch();
   } else if (e.key === 'Escape' && state.search.open && !el.search.contains(e.target)) {
     closeSearch();
+  } else if (e.key === 'Escape' && !e.ctrlKey && !e.metaKey && !e.altKey && !el.cancel.hidden && !el.cancel.disabled) {
+    // Esc stops a running reply from anywhere but the search box (whose Esc
+    // closes it first) — the same as the Cancel button.
+    e.preventDefault();
+    dispatch({ type: 'cancel' });
   }
 });
 

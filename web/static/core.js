@@ -10,6 +10,8 @@
 import { plainText, render as markdown, safeHref, textOf } from './markdown.js';
 import { idleLoad, touch, setNote, addItem, hasSeq, PERSISTED, channelLabel, channelKind, resetText,
   turnEndText } from './items.js';
+import { initialTray, limitsFrom, trayState, takeTray, reduceAttachments, cleanAttachments, isImage, formatSize }
+  from './attachments.js';
 import { reduceHistory, learnDensity, shown, pageWindow, olderState, itemForSeq, findMatches, highlight, marked,
   markedTerms, withDays } from './history.js';
 
@@ -31,12 +33,15 @@ function initialState() {
     items: [],           // the conversation, in display order (see newItem)
     byKey: new Map(),    // item key → item, for in-place updates
     nextKey: 1,
-    openTurns: [],       // turns started (user event) and not yet ended (turn_end)
+    openTurns: [],       // turns started (user event, or turn_start of a queued one) and not yet ended (turn_end)
+    queuedTurns: new Set(), // turns of queued inputs (user.queued) that have not started (turn_start) or ended
     status: '',          // latest status text of the running turn
     cancelRequested: false,
     resetRequested: false,
     busyPolicy: '',      // reject | queue | interrupt: connected.busy_policy, or learned from a queued busy reply
     pending: [],         // {id, content, state: waiting|held|sent|queued|failed, note, sends, rev}
+    ownIds: new Set(),   // client_msg_ids this tab sent: their echo is "you" (items.js mine)
+    tray: initialTray(), // files for the next message (attachments.js)
     replay: null,        // {info: connected data, events: []} between connected and synced
     lastFrameKind: null, // kind of the last frame we sent ('message' | 'command')
     note: null,          // {kind: 'busy'|'error'|'info', text, serial} shown by the composer
@@ -72,7 +77,28 @@ function clearView(s) {
   s.older = idleLoad();
 }
 
+// keepExchanges trims the live view at a reset to what the assistant keeps:
+// the last n exchanges (each from a user message on), as the hub trims its
+// buffer. A client that joins later gets those same events replayed before
+// the reset, so every tab shows the same. What is cut stays in the history.
+// A queued input still waiting survives a reset (it runs after it): it is
+// kept wherever it is and is not counted as an exchange.
+function keepExchanges(s, n) {
+  const waiting = (it) => it.kind === 'user' && it.queue === 'waiting';
+  let from = s.items.length;
+  for (let i = s.items.length - 1, users = 0; i >= 0 && users < n; i--) {
+    if (s.items[i].kind === 'user' && !waiting(s.items[i])) { users++; from = i; }
+  }
+  const start = n > 0 ? s.items[from] : null;
+  const kept = s.items.filter((it, i) => (n > 0 && i >= from) || waiting(it));
+  clearView(s);
+  for (const it of kept) { s.items.push(it); s.byKey.set(it.key, it); }
+  if (start && typeof start.seq === 'number') s.firstSeq = start.seq;
+}
+
 function closeTurn(s, turn) {
+  // A queued input that ends without running (replaced) was never the running turn.
+  if (s.queuedTurns.delete(turn)) return;
   const i = s.openTurns.indexOf(turn);
   if (i >= 0) s.openTurns.splice(i, 1);
   // A turn_end for a turn we never saw start ends the "unknown" running turn.
@@ -91,7 +117,9 @@ function sendPending(s, p) {
   p.sends++;
   p.note = '';
   p.rev++;
-  s.outbox.push({ type: 'message', content: p.content, client_msg_id: p.id });
+  const frame = { type: 'message', content: p.content, client_msg_id: p.id };
+  if (p.attachments.length) frame.attachments = p.attachments.map((a) => a.sha256);
+  s.outbox.push(frame);
   s.lastFrameKind = 'message';
 }
 
@@ -145,7 +173,7 @@ function applyEvent(s, ev, live) {
     s.lastSeq = ev.seq;
   }
   if (ev.type === 'reset') {
-    clearView(s);
+    keepExchanges(s, Number(d.kept) || 0);
     s.resetRequested = false;
   }
   if (hasSeq(ev) && s.firstSeq === null) s.firstSeq = ev.seq;
@@ -153,8 +181,19 @@ function applyEvent(s, ev, live) {
   const it = addItem(s, s, ev, false);
   switch (ev.type) {
     case 'user':
-      if (ev.turn && !s.openTurns.includes(ev.turn)) s.openTurns.push(ev.turn);
-      if (live) s.announce.push(channelLabel(d) + ' message: ' + (d.content ?? ''));
+      // A queued input is recorded now and runs later: the session is not
+      // running it (turn_start says when it does).
+      if (d.queued === true) { if (ev.turn) s.queuedTurns.add(ev.turn); }
+      else if (ev.turn && !s.openTurns.includes(ev.turn)) s.openTurns.push(ev.turn);
+      if (live) s.announce.push(channelLabel(d) + (d.queued === true ? ' message, queued: ' : ' message: ') + (d.content ?? ''));
+      break;
+    case 'turn_start':
+      if (ev.turn) {
+        s.queuedTurns.delete(ev.turn);
+        // One turn runs at a time: whatever we thought ran has ended.
+        s.openTurns = [ev.turn];
+        s.status = '';
+      }
       break;
     case 'status':
       s.status = String(d.text ?? '');
@@ -164,7 +203,8 @@ function applyEvent(s, ev, live) {
       break;
     case 'turn_end':
       if (it && live) s.announce.push(it.text);
-      closeTurn(s, ev.turn);
+      if (d.status === 'replaced') s.queuedTurns.delete(ev.turn); // it never ran
+      else closeTurn(s, ev.turn);
       break;
     case 'notice':
     case 'reset':
@@ -191,12 +231,14 @@ function finishReplay(s, synced) {
     clearView(s);
     s.lastSeq = 0;
     s.openTurns = [];
+    s.queuedTurns = new Set();
     s.status = '';
   }
   s.sessionId = info.session_id ?? s.sessionId;
   s.generation = info.generation ?? s.generation;
   if (typeof info.max_message_bytes === 'number' && info.max_message_bytes > 0) s.maxFrameBytes = info.max_message_bytes;
   if (['reject', 'queue', 'interrupt'].includes(info.busy_policy)) s.busyPolicy = info.busy_policy;
+  limitsFrom(s.tray, info);
 
   for (const ev of events) applyEvent(s, ev, false);
   // How many persisted events a seq number holds here sizes the first page of older history.
@@ -224,8 +266,10 @@ function onBusy(s, d) {
   // kind (queued=true: our oldest in-flight message; queued=false: a queued
   // message of ours that was replaced, else a rejection) is for servers
   // that do not send it.
-  const p = (d.client_msg_id && s.pending.find((x) => x.id === d.client_msg_id)) ||
-    (!d.queued && s.pending.find((x) => x.state === 'queued')) || oldestInFlight(s);
+  // One that names a message already echoed (a queued echo comes first)
+  // has nothing of ours to mark.
+  const p = d.client_msg_id ? s.pending.find((x) => x.id === d.client_msg_id)
+    : (!d.queued && s.pending.find((x) => x.state === 'queued')) || oldestInFlight(s);
   if (d.queued && !s.busyPolicy) s.busyPolicy = 'queue';
   const text = String(d.message || (d.queued ? 'Queued: it will run after the current reply.' : 'The assistant is busy; try again when it is done.'));
   if (p) {
@@ -285,9 +329,13 @@ function reduce(s, a) {
     case 'frame':
       onFrame(s, a.frame);
       break;
-    case 'submit': {
-      const p = { id: a.id, content: a.content, state: 'waiting', note: '', sends: 0, rev: 1 };
+    case 'submit': {        // {id, content}: the composer's text and the tray's files
+      if (!trayState(s.tray).ready) break; // the composer says why
+      const attachments = takeTray(s.tray);
+      if (!String(a.content ?? '').trim() && !attachments.length) break;
+      const p = { id: a.id, content: a.content, attachments, state: 'waiting', note: '', sends: 0, rev: 1 };
       s.pending.push(p);
+      s.ownIds.add(a.id);
       if (s.phase === 'live') sendPending(s, p);
       break;
     }
@@ -327,7 +375,8 @@ function reduce(s, a) {
       break;
 
     default:
-      reduceHistory(s, a); // scroll-back, jumps and search (history.js)
+      // the tray (attachments.js), else scroll-back, jumps and search (history.js)
+      if (!reduceAttachments(s, a)) reduceHistory(s, a);
       break;
   }
   return s;
@@ -336,25 +385,64 @@ function reduce(s, a) {
 // What the composer offers now: whether Send works and, if it does not or
 // does something special, the sentence that says why.
 function composer(s) {
+  const tray = trayState(s.tray);
+  if (!tray.ready) return { canSend: false, kind: 'busy', reason: tray.reason };
   if (s.phase !== 'live') {
     return { canSend: true, kind: 'offline', reason: 'Not connected: what you send now is kept and delivered when the connection is back.' };
   }
   if (!isBusy(s)) return { canSend: true, kind: '', reason: '' };
-  if (s.cancelRequested) return { canSend: false, kind: 'busy', reason: 'Cancelling the reply…' };
+  // The status line beside it says that the assistant is replying, and to whom.
+  if (s.cancelRequested) return { canSend: false, kind: 'busy', reason: '' };
   if (s.busyPolicy === 'queue') {
-    return { canSend: true, kind: 'queue', reason: 'The assistant is replying. A message sent now waits in the queue and runs next (a newer one replaces it).' };
+    return { canSend: true, kind: 'queue', reason: 'A message sent now waits and runs next (a newer one replaces it).' };
   }
   if (s.busyPolicy === 'interrupt') {
-    return { canSend: true, kind: 'interrupt', reason: 'The assistant is replying. Sending now stops that reply and starts on yours.' };
+    return { canSend: true, kind: 'interrupt', reason: 'Sending now stops this reply and starts on yours.' };
   }
-  return { canSend: false, kind: 'busy', reason: 'The assistant is replying. You can send when it is done, or cancel it.' };
+  return { canSend: false, kind: 'busy', reason: 'Send when it is done, or cancel it (Esc).' };
+}
+
+// whoseTurn names who the running turn answers: 'you' for a message this
+// tab sent, else its channel label ('webhook · ci'); '' when not known.
+function whoseTurn(s) {
+  const t = s.openTurns[s.openTurns.length - 1];
+  if (!t || t === UNKNOWN_TURN) return '';
+  const it = s.items.findLast((i) => i.kind === 'user' && i.turn === t);
+  return !it ? '' : it.mine ? 'you' : it.label;
+}
+
+// statusLine is the one line shown while a turn runs (null: none): whom the
+// assistant answers and the backend's latest progress text; while we are
+// not connected we cannot know, so it says that instead.
+function statusLine(s) {
+  if (!isBusy(s)) return null;
+  if (s.phase !== 'live') return { kind: 'offline', text: 'The reply goes on at the server; it shows here once the connection is back.' };
+  if (s.cancelRequested) return { kind: 'cancelling', text: 'Cancelling the reply…' };
+  const who = whoseTurn(s);
+  return { kind: 'working', text: (who ? 'Replying to ' + who : 'Replying') + (s.status ? ' · ' + s.status : '…') };
+}
+
+// reconnectDelay is how long the shell waits before its next try, in ms:
+// attempts is the failed tries since the last good connection, lostMs how
+// long ago that connection was lost (Infinity: never connected), full that
+// the server refused us as full (close 1013). A connection lost moments ago
+// is most likely a restart that is back within seconds: retry about every
+// second then. Otherwise 0.5 s doubling to 10 s; a full server 2 s doubling
+// to 30 s. ±25 % jitter, so that clients dropped together do not return in
+// lockstep.
+function reconnectDelay(attempts, lostMs, full, random = Math.random) {
+  const base = full ? Math.min(30000, 2000 * 2 ** attempts)
+    : lostMs < 30000 ? Math.min(1200, 250 * 2 ** attempts)
+    : Math.min(10000, 500 * 2 ** attempts);
+  return base * (0.75 + random() * 0.5);
 }
 
 // `since` for the next connection; omitted while we have seen nothing.
 const sinceParam = (s) => (s.lastSeq > 0 ? s.lastSeq : null);
 
 
-export { initialState, reduce, isBusy, sinceParam, composer, MAX_SENDS,
+export { cleanAttachments, isImage, formatSize, trayState };
+export { initialState, reduce, isBusy, sinceParam, composer, statusLine, whoseTurn, reconnectDelay, MAX_SENDS,
   channelLabel, channelKind, resetText, turnEndText,
   olderState, itemForSeq, findMatches, highlight, marked, markedTerms, withDays, shown, pageWindow,
   markdown, safeHref, textOf };

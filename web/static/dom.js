@@ -6,10 +6,11 @@ const $ = (id) => document.getElementById(id);
 const el = {
   conn: $('conn'), connText: $('conn-text'), retry: $('retry'),
   main: $('conversation'), log: $('log'), pending: $('pending'), empty: $('empty'),
-  jump: $('jump'), status: $('statusline'), statusText: $('status-text'),
+  jump: $('jump'), statusRow: $('status-row'), status: $('statusline'), statusText: $('status-text'),
   announcer: $('announcer'), form: $('composer'), input: $('message'), send: $('send'),
   cancel: $('cancel'), note: $('composer-note'), reason: $('composer-reason'),
   auth: $('auth'), authForm: $('auth-form'), authInput: $('auth-token'), authError: $('auth-error'),
+  tray: $('tray'), trayError: $('tray-error'), attach: $('attach'), file: $('file'), drop: $('drop'),
   reset: $('reset'), resetDialog: $('reset-dialog'), resetConfirm: $('reset-confirm'), resetKeep: $('reset-keep'),
   older: $('older'), olderText: $('older-text'), olderLoad: $('older-load'),
   newer: $('newer'), newerText: $('newer-text'), newerLoad: $('newer-load'),
@@ -31,10 +32,16 @@ function timeOf(ts) {
 }
 
 function timeEl(ts) {
-  const d = timeOf(ts);
-  const t = h('time', 'when', d ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '');
-  if (d) { t.dateTime = d.toISOString(); t.title = d.toLocaleString(); }
+  const t = h('time', 'when');
+  setTime(t, ts);
   return t;
+}
+
+// setTime writes ts into a <time>; no ts (a reply still streaming) leaves "…".
+function setTime(t, ts) {
+  const d = ts ? timeOf(ts) : null;
+  t.textContent = d ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '…';
+  if (d) { t.dateTime = d.toISOString(); t.title = d.toLocaleString(); } else { t.removeAttribute('datetime'); t.title = ''; }
 }
 
 // Days in local time: a key to compare, and the words for a divider or a search hit.
@@ -68,4 +75,4 @@ function clip(s, n) {
   return s.length > n ? s.slice(0, n) + '\n… (' + (s.length - n) + ' more characters)' : s;
 }
 
-export { el, h, timeOf, timeEl, dayKeyOf, dayKey, relDay, whenLabel, clip };
+export { el, h, timeOf, timeEl, setTime, dayKeyOf, dayKey, relDay, whenLabel, clip };

@@ -6,7 +6,8 @@
 
 import * as Core from './core.js';
 import { state, dispatch } from './shell.js';
-import { h, timeOf, timeEl, relDay, clip } from './dom.js';
+import { h, timeOf, timeEl, setTime, relDay, clip } from './dom.js';
+import { attachmentsNode } from './attach-view.js';
 
 // ── Markdown tree → DOM ──
 // Only these tags and attributes are ever created, and a link's href is
@@ -92,20 +93,30 @@ const views = {
       const meta = h('div', 'meta');
       const badge = h('span', 'badge ch-' + it.channelKind, it.label);
       badge.title = 'via ' + (it.channel || 'unknown') + (it.from ? ' from ' + it.from : '');
-      meta.append(badge, timeEl(it.ts));
-      b.append(meta, h('div', 'text', it.content)); // the user's words as typed: plain text
+      meta.append(badge, h('span', 'queue-badge'), timeEl(it.ts));
+      const text = h('div', 'text', it.content); // the user's words as typed: plain text
+      text.hidden = it.content === '' && it.attachments.length > 0;
+      b.append(meta, text);
+      if (it.attachments.length) b.append(attachmentsNode(it.attachments));
       li.append(b);
       return li;
     },
-    update() {},
+    // A queued input is marked until its turn starts, or says it never ran.
+    update(li, it) {
+      li.dataset.queue = it.queue || '';
+      const q = li.querySelector('.queue-badge');
+      q.textContent = it.queue === 'waiting' ? 'queued' : it.queue === 'replaced' ? 'replaced, not run' : '';
+      q.title = it.queue === 'waiting' ? 'Recorded; it runs when the reply before it is done' : '';
+      q.hidden = !it.queue;
+    },
   },
   assistant: {
-    build(it) {
+    build() {
       const li = h('li', 'msg assistant');
       const b = h('div', 'bubble');
       const meta = h('div', 'meta');
-      meta.append(h('span', 'who', 'assistant'), timeEl(it.ts));
-      b.append(meta, h('div', 'md'), h('div', 'flag'));
+      meta.append(h('span', 'who', 'assistant'), h('time', 'when'));
+      b.append(meta, h('div', 'md'));
       li.append(b);
       return li;
     },
@@ -115,7 +126,10 @@ const views = {
       // aria-busy keeps screen readers from reading every streamed chunk.
       li.setAttribute('aria-busy', it.streaming ? 'true' : 'false');
       renderMarkdown(li.querySelector('.md'), it.text, it.streaming);
-      li.querySelector('.flag').textContent = it.partial ? 'The reply was cut short.' : '';
+      // A reply is stamped when it was complete — the time the chat log keeps,
+      // so a reload shows the same; until then "…". (A cut-short reply is
+      // dashed; the notice or turn-end line under it says why, once.)
+      setTime(li.querySelector('.when'), it.final || !it.streaming ? it.ts : '');
     },
   },
   tool: {
@@ -227,7 +241,9 @@ const pendingView = {
       btn.dataset.action = action;
       actions.append(btn);
     }
-    b.append(meta, h('div', 'text', p.content), h('div', 'flag'), actions);
+    b.append(meta, h('div', 'text', p.content));
+    if (p.attachments.length) b.append(attachmentsNode(p.attachments));
+    b.append(h('div', 'flag'), actions);
     li.append(b);
     return li;
   },

@@ -5,6 +5,8 @@
 // uses it for the live view, history.js for pages of older history, so both
 // look alike. A new event type that shows in the conversation starts here.
 
+import { cleanAttachments } from './attachments.js';
+
 // An idle loader of a page of history (see history.js).
 const idleLoad = () => ({ loading: false, error: '', acc: null, start: 0 });
 
@@ -51,10 +53,18 @@ function turnEndText(d) {
   }
 }
 
+// resetText is the divider a reset leaves: what happened and what the
+// assistant still has. The exchanges it keeps stay in view above the divider
+// (core.js keepExchanges), so "above" is where they are.
 function resetText(d) {
-  const reason = String(d.reason || 'reset').replace(/-/g, ' ');
+  const reason = String(d.reason || '');
+  const head = reason === 'manual' ? 'Conversation reset'
+    : reason === 'idle-timeout' ? 'Conversation reset after a quiet spell'
+    : 'Conversation reset' + (reason ? ' (' + reason.replace(/-/g, ' ') + ')' : '');
   const n = Number(d.kept) || 0;
-  return 'Conversation reset (' + reason + ') — kept ' + n + ' exchange' + (n === 1 ? '' : 's');
+  if (n <= 0) return head + '. The assistant starts afresh.';
+  return head + '. The assistant keeps ' + (n === 1 ? 'the last exchange' : 'the last ' + n + ' exchanges') +
+    ' above as context.';
 }
 
 // ── history events (they may carry seq) ──
@@ -71,6 +81,11 @@ function addItem(s, v, ev, historic) {
       return newItem(s, v, 'user', seq ? 'u:' + seq : null, {
         seq, turn: ev.turn, ts: ev.ts, channel: d.channel, channelKind: channelKind(d.channel), from: d.from || '',
         label: channelLabel(d), content: String(d.content ?? ''),
+        mine: !!(d.client_msg_id && s.ownIds && s.ownIds.has(d.client_msg_id)),
+        attachments: cleanAttachments(d.attachments),
+        // waiting | replaced | '' — a queued input waits for its turn_start
+        // (older pages: it ran or was replaced long ago; their turn_end says which)
+        queue: d.queued === true && !historic ? 'waiting' : '',
       });
     case 'delta': {
       if (historic) return null;
@@ -99,7 +114,19 @@ function addItem(s, v, ev, historic) {
         partial: !!d.partial, ts: ev.ts });
       return touch(b);
     }
+    case 'turn_start': {
+      // A queued input began to run: it waits no more.
+      const u = queuedUser(v, ev.turn);
+      if (u) { u.queue = ''; touch(u); }
+      return null;
+    }
     case 'turn_end': {
+      if (d.status === 'replaced') {
+        // A newer message took its place before it ran; the hub's notice says so.
+        const u = queuedUser(v, ev.turn);
+        if (u) { u.queue = 'replaced'; touch(u); }
+        return null;
+      }
       const b = v.byKey.get('a:' + ev.turn);
       if (b) { b.streaming = false; b.ended = true; touch(b); }
       // Tool calls of an ended turn that never got a result are not running any more.
@@ -107,7 +134,9 @@ function addItem(s, v, ev, historic) {
         const t = v.items[i];
         if (t.kind === 'tool' && t.turn === ev.turn && t.output === null && !t.ended) { t.ended = true; touch(t); }
       }
-      if (d.status && d.status !== 'completed') {
+      // A cancelled turn is told by the hub's notice (who cancelled it, after
+      // how long); a line of our own would say it a second time.
+      if (d.status && d.status !== 'completed' && d.status !== 'cancelled') {
         return newItem(s, v, 'turn_end', 'e:' + ev.turn + ':' + (seq || s.nextKey++), { seq, turn: ev.turn, ts: ev.ts, status: d.status, text: turnEndText(d) });
       }
       return null;
@@ -136,8 +165,18 @@ function addItem(s, v, ev, historic) {
   }
 }
 
+// queuedUser finds the user item of turn among the last items of view v.
+function queuedUser(v, turn) {
+  for (let i = v.items.length - 1; i >= 0 && i >= v.items.length - 500; i--) {
+    const it = v.items[i];
+    if (it.kind === 'user' && it.turn === turn) return it;
+  }
+  return null;
+}
+
 const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
-const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice', 'reset', 'approval_request', 'approval_result']);
+const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'turn_start', 'notice', 'reset',
+  'approval_request', 'approval_result']);
 
 export { idleLoad, newItem, touch, setNote, assistantBubble, channelLabel, channelKind, turnEndText, resetText,
   addItem, hasSeq, PERSISTED };

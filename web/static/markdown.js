@@ -293,13 +293,15 @@ function parseLink(src, i) {
 }
 
 // Bare URL at src[i]; trailing punctuation and unbalanced ')' stay outside.
+// Typographic quotes and brackets end it: a URL has them only %-encoded, so
+// in `“https://example.com”` the closing quote is the writer's, not the link's.
 function bareURL(src, i) {
-  const m = /^https?:\/\/[^\s<>"`]+/i.exec(src.slice(i, i + 2048));
+  const m = /^https?:\/\/[^\s<>"`“”‘’«»‹›「」『』]+/i.exec(src.slice(i, i + 2048));
   if (!m) return null;
   let u = m[0];
   for (;;) {
     const last = u[u.length - 1];
-    if (/[.,:;!?'*_~]/.test(last)) u = u.slice(0, -1);
+    if (/[.,:;!?'*_~…。、，：；！？]/.test(last)) u = u.slice(0, -1);
     else if (last === ')' && (u.match(/\(/g) || []).length < (u.match(/\)/g) || []).length) u = u.slice(0, -1);
     else break;
   }

@@ -18,6 +18,8 @@ const net = {
   retryTimer: null,
   retryAt: 0,
   serverRestarting: false, // last close was 1001
+  serverFull: false,       // last close was 1013 (server.max_clients reached)
+  lostAt: -Infinity,       // when the last good connection was lost (Date.now())
   authNeeded: false,       // token form is up; no retries until it is answered
   tokenRejected: false,
   everConnected: false,
@@ -45,7 +47,12 @@ function drainRequests() {
   while (state.requests.length) runRequest(state.requests.shift());
 }
 
+// Other modules carry out requests of their own kinds (uploads.js:
+// 'upload', 'upload-abort'): they register a handler here.
+const requestHandlers = {};
+
 function runRequest(req) {
+  if (requestHandlers[req.kind]) { requestHandlers[req.kind](req); return; }
   const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
   if (req.kind === 'search') {
     apiGet('/api/history/search', { q: req.q, limit: req.limit })
@@ -125,6 +132,7 @@ function connect() {
       gotConnected = true;
       net.attempts = 0;
       net.serverRestarting = false;
+      net.serverFull = false;
       net.tokenRejected = false;
       net.everConnected = true;
     }
@@ -134,6 +142,7 @@ function connect() {
     if (net.ws !== ws) return;
     net.ws = null;
     dispatch({ type: 'socket-closed' });
+    if (gotConnected) net.lostAt = Date.now();
     onClosed(e, gotConnected);
   };
 }
@@ -157,8 +166,14 @@ async function onClosed(e, gotConnected) {
     scheduleRetry(150 + Math.random() * 250);
     return;
   }
+  // 1013 "try again later": the server is at server.max_clients. Say so,
+  // and come back slowly — a network drop it is not.
+  net.serverFull = e.code === 1013;
   net.serverRestarting = e.code === 1001;
-  if (net.serverRestarting) net.attempts = 0; // a restart is expected to be quick: start the backoff over
+  if (net.serverRestarting) {
+    net.attempts = 0; // a restart is expected to be quick: start the backoff over
+    net.lostAt = Date.now();
+  }
   scheduleRetry();
 }
 
@@ -177,7 +192,7 @@ async function sessionUnauthorized(withToken) {
 function scheduleRetry(delay) {
   clearTimeout(net.retryTimer);
   if (delay === undefined) {
-    delay = Math.min(10000, 500 * 2 ** net.attempts) * (0.75 + Math.random() * 0.5);
+    delay = Core.reconnectDelay(net.attempts, Date.now() - net.lostAt, net.serverFull);
     net.attempts++;
   }
   net.retryAt = Date.now() + delay;
@@ -193,4 +208,5 @@ function retryNow() {
 window.addEventListener('online', () => { if (!net.ws) retryNow(); });
 window.addEventListener('offline', changed);
 
-export { state, net, hooks, dispatch, connect, retryNow, getToken, setToken, apiGet, DEFAULT_MAX_FRAME_BYTES };
+export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, askForToken,
+  DEFAULT_MAX_FRAME_BYTES };

@@ -10,6 +10,10 @@ import { state, net, dispatch } from './shell.js';
 import { el, dayKey, dayKeyOf, clip } from './dom.js';
 import { views, pendingView, reconcile, keyOfNode, itemCache, pendingCache } from './items-view.js';
 import { renderSearch, clearHit, showTarget } from './search-view.js';
+import { renderTray } from './attach-view.js';
+
+// nothingToSend: no text typed and no file in the tray.
+const nothingToSend = () => el.input.value.trim() === '' && state.tray.items.length === 0;
 
 let renderQueued = false;
 let shownNoteSerial = 0;
@@ -23,16 +27,31 @@ function scheduleRender() {
 }
 document.addEventListener('visibilitychange', () => { if (!document.hidden) render(); });
 
-function nearBottom() {
-  const m = el.main;
-  return m.scrollHeight - m.scrollTop - m.clientHeight < 80;
+const fromBottom = () => el.main.scrollHeight - el.main.scrollTop - el.main.clientHeight;
+const nearBottom = () => fromBottom() < 80;
+// Half a screen or more above the newest message: "↓ Latest" is offered.
+const farFromBottom = () => fromBottom() > el.main.clientHeight / 2;
+
+// atBottom: the reader is following the conversation (at its bottom after
+// the last scroll, theirs or ours). A resize — a phone turned, a window
+// narrowed to phone width — reflows the text and leaves scrollTop where it
+// was, so it is what says "stay at the newest message" then.
+let atBottom = true;
+function followResize() {
+  if (atBottom && !state.archive) el.main.scrollTop = el.main.scrollHeight;
 }
+if ('ResizeObserver' in window) new ResizeObserver(followResize).observe(el.main);
+else window.addEventListener('resize', followResize);
 
 function connectionView() {
   if (state.phase === 'live') return ['connected', 'connected'];
   if (net.authNeeded) return ['offline', 'offline: access token needed'];
   if (!navigator.onLine) return ['offline', 'offline: no network'];
   if (state.phase !== 'down') return ['reconnecting', net.everConnected ? 'reconnecting…' : 'connecting…'];
+  if (net.serverFull) {
+    const secs = Math.max(1, Math.ceil((net.retryAt - Date.now()) / 1000));
+    return ['offline', 'server full (too many clients), retrying in ' + secs + ' s'];
+  }
   if (net.serverRestarting) return ['reconnecting', 'server restarting, reconnecting…'];
   // After a few failed tries call it what it is, and offer a manual retry.
   if (net.attempts >= 4) return ['offline', 'offline, retrying'];
@@ -87,7 +106,7 @@ function render() {
   const focus = state.focus && state.focus.serial !== shownFocusSerial ? state.focus : null;
   // Follow the conversation when at its bottom; in the archive, or while a
   // jump or a join (the archive becoming live) places the view, do not.
-  const stick = !inArchive && !switched && !focus && nearBottom();
+  const stick = !inArchive && !switched && !focus && (nearBottom() || atBottom);
   const anchor = stick || focus ? null : topAnchor();
 
   // header: connection indicator (text, not colour alone)
@@ -104,28 +123,34 @@ function render() {
   el.empty.hidden = v.items.length > 0 || (!inArchive && state.pending.length > 0);
   el.empty.textContent = state.phase === 'live' ? 'No messages yet.'
     : net.authNeeded ? 'Enter the access token to see the conversation.'
+    : net.serverFull ? 'The server has as many clients as it takes: the conversation appears once a place is free.'
     : connState === 'offline' ? 'Not connected: the conversation appears once the server is reachable.' : 'Connecting…';
   renderEdges(v);
   renderArchiveBar();
   renderSearch();
+  renderTray();
 
-  // status line: only while a turn runs
+  // status line: only while a turn runs; Cancel only while it can be sent
   const busy = Core.isBusy(state);
-  el.status.hidden = !busy;
-  const statusText = state.cancelRequested ? 'cancelling…' : state.status || 'working…';
-  if (busy && el.statusText.textContent !== statusText) el.statusText.textContent = statusText;
+  const line = Core.statusLine(state);
+  el.status.hidden = !line;
+  if (line) {
+    el.status.dataset.kind = line.kind;
+    if (el.statusText.textContent !== line.text) el.statusText.textContent = line.text;
+  }
 
   // composer: Send says why it is off (or what it will do) in words
-  el.cancel.hidden = !busy;
+  el.cancel.hidden = !busy || state.phase !== 'live';
   el.cancel.disabled = !busy || state.phase !== 'live' || state.cancelRequested;
   el.cancel.textContent = state.cancelRequested ? 'Cancelling…' : 'Cancel';
   const comp = net.authNeeded ? { canSend: true, kind: 'offline', reason: 'Enter the access token above to connect; what you send meanwhile is kept.' }
     : Core.composer(state);
-  el.send.disabled = !comp.canSend || el.input.value.trim() === '';
+  el.send.disabled = !comp.canSend || nothingToSend();
   el.send.textContent = comp.kind === 'queue' ? 'Queue' : 'Send';
   el.reason.hidden = !comp.reason;
   el.reason.dataset.kind = comp.kind;
   if (el.reason.textContent !== comp.reason) el.reason.textContent = comp.reason;
+  el.statusRow.hidden = el.status.hidden && el.reason.hidden;
   el.reset.disabled = state.phase !== 'live' || state.resetRequested;
 
   if (state.note && state.note.serial !== shownNoteSerial) {
@@ -161,8 +186,9 @@ function render() {
     }
   }
   if (inArchive || nearBottom()) el.jump.hidden = true;
-  else if (sig !== lastBottom && !switched && !focus) el.jump.hidden = false; // something new below
+  else if ((sig !== lastBottom && !switched && !focus) || farFromBottom()) el.jump.hidden = false; // something new, or far, below
   lastBottom = sig;
+  atBottom = !inArchive && nearBottom();
   // What we scrolled (or the browser clamped) is not the reader scrolling:
   // only moves from here on say "they want older messages".
   lastScrollTop = el.main.scrollTop;
@@ -255,7 +281,9 @@ el.main.addEventListener('scroll', () => {
   if (t < lastScrollTop - 1) wantOlder = true;
   else if (t > lastScrollTop + 1) wantNewer = true;
   lastScrollTop = t;
-  if (nearBottom()) el.jump.hidden = true;
+  atBottom = !state.archive && nearBottom();
+  if (atBottom || state.archive) el.jump.hidden = true;
+  else if (farFromBottom()) el.jump.hidden = false;
   autoLoad();
 }, { passive: true });
 // A wheel or keys towards an edge also count when the view cannot scroll.
@@ -284,4 +312,4 @@ el.archiveBack.addEventListener('click', () => {
   el.input.focus({ preventScroll: true });
 });
 
-export { scheduleRender, render, updateTitle, showNote, nearBottom };
+export { scheduleRender, render, updateTitle, showNote, nearBottom, nothingToSend };

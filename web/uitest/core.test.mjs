@@ -54,9 +54,25 @@ connect(s, { last_seq: 20 }, [ev(15, 'user', 't15', { channel: 'console', from: 
 assert.deepStrictEqual(kinds(s), ['user:c']);
 assert.strictEqual(s.lastSeq, 15);
 
-// 4. reset clears the view
+// 4. reset keeps in view what the assistant keeps (the last `kept`
+// exchanges, here all there is) and says so under them
 frame(s, ev(16, 'reset', null, { reason: 'idle-timeout', kept: 20 }));
-assert.deepStrictEqual(kinds(s), ['reset:Conversation reset (idle timeout) — kept 20 exchanges']);
+assert.deepStrictEqual(kinds(s), ['user:c', 'reset:Conversation reset after a quiet spell. The assistant keeps the last 20 exchanges above as context.']);
+// … and no more than that: three exchanges, kept 1 → the last one (its tool call and reply too)
+s = Core.initialState();
+connect(s, {}, [
+  ev(1, 'user', 't1', { channel: 'web', content: 'one' }), ev(2, 'assistant', 't1', { content: 'r1' }), ev(3, 'turn_end', 't1', { status: 'completed' }),
+  ev(4, 'user', 't4', { channel: 'web', content: 'two' }), ev(5, 'assistant', 't4', { content: 'r2' }), ev(6, 'turn_end', 't4', { status: 'completed' }),
+  ev(7, 'user', 't7', { channel: 'email', content: 'three' }), ev(8, 'tool_call', 't7', { id: 'x', name: 'history_search', args: {} }),
+  ev(9, 'tool_result', 't7', { id: 'x', name: 'history_search', output: 'ok' }), ev(10, 'assistant', 't7', { content: 'r3' }),
+  ev(11, 'turn_end', 't7', { status: 'completed' })]);
+frame(s, ev(12, 'reset', null, { reason: 'manual', kept: 1 }));
+assert.deepStrictEqual(kinds(s), ['user:three', 'tool', 'assistant:r3', 'reset:Conversation reset. The assistant keeps the last exchange above as context.']);
+assert.strictEqual(s.firstSeq, 7, 'scroll-back continues before the kept exchange');
+assert.deepStrictEqual([...s.byKey.keys()].sort(), s.items.map((i) => i.key).sort(), 'byKey holds exactly the kept items');
+frame(s, ev(13, 'reset', null, { reason: 'manual', kept: 0 }));
+assert.deepStrictEqual(kinds(s), ['reset:Conversation reset. The assistant starts afresh.']);
+assert.strictEqual(s.firstSeq, 13);
 
 // 5. pending: queued offline, sent on synced, removed by echo (even a duplicate echo)
 s = Core.initialState();
@@ -90,7 +106,18 @@ assert.strictEqual(s.pending[1].state, 'queued');
 // unknown running turn ends with any turn_end
 frame(s, ev(10, 'turn_end', 't9', { status: 'cancelled', duration_ms: 1200 }));
 assert(!Core.isBusy(s));
-assert.deepStrictEqual(kinds(s), ['turn_end:Cancelled after 1.2 s.']);
+assert.deepStrictEqual(kinds(s), [], 'a cancelled turn adds no line of its own: the hub\'s notice says it');
+// cancel: the hub's one notice is the only word of it; other endings keep their line
+frame(s, ev(11, 'user', 't11', { channel: 'web', content: 'go' }));
+frame(s, { ts: 'x', type: 'delta', turn: 't11', data: { text: 'par' } });
+frame(s, ev(12, 'assistant', 't11', { content: 'par', partial: true }));
+frame(s, ev(13, 'turn_end', 't11', { status: 'cancelled', duration_ms: 2600 }));
+frame(s, ev(14, 'notice', null, { text: 'Cancelled from the web after 2.6 s.' }));
+assert.deepStrictEqual(kinds(s), ['user:go', 'assistant:par', 'notice:Cancelled from the web after 2.6 s.']);
+assert(s.byKey.get('a:t11').partial && !s.byKey.get('a:t11').streaming);
+frame(s, ev(15, 'user', 't15', { channel: 'web', content: 'again' }));
+frame(s, ev(16, 'turn_end', 't15', { status: 'interrupted', duration_ms: 1000 }));
+assert.deepStrictEqual(kinds(s).slice(-1), ['turn_end:Interrupted after 1.0 s (the server stopped while working).']);
 
 // 7. cancel only while busy and live
 s = Core.initialState();
@@ -177,9 +204,50 @@ connect(s, {}, []);
 assert.deepStrictEqual(Core.composer(s), { canSend: true, kind: '', reason: '' });
 frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'x' }));
 assert.strictEqual(Core.composer(s).canSend, false);
-assert.match(Core.composer(s).reason, /replying/);
+assert.strictEqual(Core.composer(s).reason, 'Send when it is done, or cancel it (Esc).');
+// the status line says who is answered; the composer does not repeat it
+assert.deepStrictEqual(Core.statusLine(s), { kind: 'working', text: 'Replying to web…' });
+frame(s, ev(2, 'status', 't1', { text: 'running tool…' }));
+assert.deepStrictEqual(Core.statusLine(s), { kind: 'working', text: 'Replying to web · running tool…' });
 Core.reduce(s, { type: 'cancel' });
-assert.match(Core.composer(s).reason, /Cancelling/);
+assert.strictEqual(Core.composer(s).canSend, false);
+assert.strictEqual(Core.composer(s).reason, '', 'the status line says it');
+assert.deepStrictEqual(Core.statusLine(s), { kind: 'cancelling', text: 'Cancelling the reply…' });
+// while the server is gone we do not know how the reply goes: no "working"
+Core.reduce(s, { type: 'socket-closed' });
+assert.strictEqual(Core.statusLine(s).kind, 'offline');
+assert.strictEqual(Core.statusLine(s).text, 'The reply goes on at the server; it shows here once the connection is back.');
+assert(!s.cancelRequested);
+s.outbox.length = 0;
+Core.reduce(s, { type: 'cancel' });
+assert.strictEqual(s.outbox.length, 0, 'no cancel while down');
+// a message this tab sent is "you"; another tab's, a webhook's are named
+s = Core.initialState();
+connect(s, {}, []);
+Core.reduce(s, { type: 'submit', id: 'mine', content: 'hi' });
+frame(s, ev(1, 'user', 't1', { channel: 'web', content: 'hi', client_msg_id: 'mine' }));
+assert.strictEqual(Core.statusLine(s).text, 'Replying to you…');
+frame(s, ev(2, 'turn_end', 't1', { status: 'completed' }));
+assert.strictEqual(Core.statusLine(s), null);
+frame(s, ev(3, 'user', 't3', { channel: 'web', content: 'hi', client_msg_id: 'other-tab' }));
+assert.strictEqual(Core.whoseTurn(s), 'web');
+frame(s, ev(4, 'turn_end', 't3', { status: 'completed' }));
+frame(s, ev(5, 'user', 't5', { channel: 'webhook', from: 'ci', content: 'build failed' }));
+assert.strictEqual(Core.statusLine(s).text, 'Replying to webhook · ci…');
+
+// reconnecting: a connection lost moments ago (a restart) is retried about
+// every second; otherwise the backoff doubles to 10 s; a full server (1013)
+// is left alone longer. Jitter stays within ±25 %.
+const mid = () => 0.5;
+assert.deepStrictEqual([0, 1, 2, 3, 8].map((n) => Core.reconnectDelay(n, 2000, false, mid)), [250, 500, 1000, 1200, 1200]);
+assert.deepStrictEqual([0, 1, 2, 3, 4, 5, 9].map((n) => Core.reconnectDelay(n, Infinity, false, mid)), [500, 1000, 2000, 4000, 8000, 10000, 10000]);
+assert.deepStrictEqual([0, 1, 3, 4, 9].map((n) => Core.reconnectDelay(n, 2000, true, mid)), [2000, 4000, 16000, 30000, 30000]);
+assert.strictEqual(Core.reconnectDelay(0, Infinity, false, () => 0), 375);
+assert.strictEqual(Core.reconnectDelay(0, Infinity, false, () => 1), 625);
+// a server back 4 s after a restart is tried again within about a second
+let waited = 0;
+for (let n = 0; waited < 4000; n++) waited += Core.reconnectDelay(n, waited, false, () => 1);
+assert(waited < 4000 + 1500, 'reconnected ' + waited + ' ms after the drop');
 for (const [policy, kind] of [['queue', 'queue'], ['interrupt', 'interrupt'], ['reject', 'busy']]) {
   s = Core.initialState();
   connect(s, { busy: true, busy_policy: policy }, []);
@@ -216,8 +284,8 @@ Core.reduce(s, { type: 'submit', id: 'h', content: 'held' });
 connect(s, { busy: true, busy_policy: 'queue' }, []);
 assert.strictEqual(s.outbox.length, 1);
 
-// 16. reset: one command while live; the reset event clears the view with
-// the count; an error (older server) clears the request
+// 16. reset: one command while live; the reset event trims the view to the
+// kept exchanges and says so; an error (older server) clears the request
 s = Core.initialState();
 Core.reduce(s, { type: 'reset' });
 assert.strictEqual(s.outbox.length, 0, 'no reset while offline');
@@ -233,7 +301,7 @@ s.outbox.length = 0;
 Core.reduce(s, { type: 'reset' });
 frame(s, ev(4, 'reset', null, { reason: 'manual', kept: 1 }));
 assert(!s.resetRequested);
-assert.deepStrictEqual(kinds(s), ['reset:Conversation reset (manual) — kept 1 exchange']);
+assert.deepStrictEqual(kinds(s), ['user:a', 'assistant:b', 'reset:Conversation reset. The assistant keeps the last exchange above as context.']);
 
 // 17. channel badges: the built-in channels, anything else is custom
 assert.deepStrictEqual(['web', 'console', 'email', 'webhook', 'cron', undefined].map(Core.channelKind),

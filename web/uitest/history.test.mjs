@@ -101,7 +101,7 @@ assert.strictEqual(tool.output, '2 hits');
 noDuplicateKeys(s);
 
 // 4. a reset in older history is a divider, not a clear; a reset arriving
-// live clears the view, and a page asked for the old view is dropped
+// live trims the view to the kept exchanges, and a page asked for the old view is dropped
 s = Core.initialState();
 connect(s, { last_seq: 26 }, [ev(20, 'reset', null, { reason: 'manual', kept: 1 }), ...turns(21, 2, 'new')], false);
 assert.deepStrictEqual(kinds(s), ['reset', 'user', 'assistant', 'user', 'assistant']);
@@ -111,7 +111,8 @@ assert.strictEqual(req.to, 19);
 loaded(s, req, [...turns(1, 3, 'a'), ev(10, 'reset', null, { reason: 'idle-timeout', kept: 2 }), ...turns(11, 3, 'b')]);
 assert.deepStrictEqual(users(s), ['a1', 'a4', 'a7', 'b11', 'b14', 'b17', 'new21', 'new24']);
 const resets = s.items.filter((i) => i.kind === 'reset');
-assert.deepStrictEqual(resets.map((r) => r.text), ['Conversation reset (idle timeout) — kept 2 exchanges', 'Conversation reset (manual) — kept 1 exchange']);
+assert.deepStrictEqual(resets.map((r) => r.text), ['Conversation reset after a quiet spell. The assistant keeps the last 2 exchanges above as context.',
+  'Conversation reset. The assistant keeps the last exchange above as context.']);
 assert.strictEqual(s.items.indexOf(resets[0]), 6, 'the divider sits where the reset happened');
 noDuplicateKeys(s);
 // stale answer
@@ -119,12 +120,12 @@ s = Core.initialState();
 connect(s, { last_seq: 102 }, turns(91, 4), false);
 Core.reduce(s, { type: 'load-older' });
 [req] = take(s);
-frame(s, ev(103, 'reset', null, { reason: 'manual', kept: 4 }));
-assert.deepStrictEqual(kinds(s), ['reset']);
-assert.strictEqual(s.firstSeq, 103);
-assert.strictEqual(Core.olderState(s), 'more', 'the cleared view is not loading');
+frame(s, ev(103, 'reset', null, { reason: 'manual', kept: 1 }));
+assert.deepStrictEqual(kinds(s), ['user', 'assistant', 'reset']);
+assert.strictEqual(s.firstSeq, 100);
+assert.strictEqual(Core.olderState(s), 'more', 'the trimmed view is not loading');
 loaded(s, req, turns(1, 5));
-assert.deepStrictEqual(kinds(s), ['reset'], 'a page for the cleared view is dropped');
+assert.deepStrictEqual(kinds(s), ['user', 'assistant', 'reset'], 'a page for the view before the reset is dropped');
 // a gapless reconnect keeps the loaded history; a fresh one (gapless=false) starts over
 s = Core.initialState();
 connect(s, { last_seq: 30 }, turns(22, 3), false);

@@ -1,0 +1,55 @@
+package web_test
+
+// The UI's pure modules (web/static/core.js and what it imports) are tested
+// under node: go test runs each file of web/uitest here (TestUICore, the
+// protocol reducer's, is in web_test.go).
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestUIMarkdownRenderer runs the renderer's node tests (web/uitest), which
+// include the XSS cases, as part of go test.
+func TestUIMarkdownRenderer(t *testing.T) { runNodeTest(t, "uitest/markdown.test.mjs") }
+
+// TestUIHistoryCore runs the node tests of the reducer's history part
+// (web/uitest/history.test.mjs; TestUICore in web_test.go runs the protocol
+// ones): older pages prepended and deduplicated, jumps into loaded and
+// unloaded ranges, the archive window, reset dividers, search, highlighting.
+func TestUIHistoryCore(t *testing.T) { runNodeTest(t, "uitest/history.test.mjs") }
+
+func runNodeTest(t *testing.T, file string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is required in CI to test the UI core")
+		}
+		t.Skip("node not installed")
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(node, "--test", file)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("node --test %s failed:\n%s", file, out.String())
+		}
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "# pass 1") || !strings.Contains(out.String(), "# fail 0") {
+		t.Fatalf("unexpected node test output for %s:\n%s", file, out.String())
+	}
+}
+
+// TestUIAttachmentsCore runs the tray's node tests (web/uitest/attachments.test.mjs).
+func TestUIAttachmentsCore(t *testing.T) { runNodeTest(t, "uitest/attachments.test.mjs") }
+
+// TestUIQueueCore runs the node tests of queued inputs in the reducer
+// (web/uitest/queue.test.mjs): user.queued, turn_start, replaced, unknown types.
+func TestUIQueueCore(t *testing.T) { runNodeTest(t, "uitest/queue.test.mjs") }
