@@ -40,6 +40,9 @@ type Config struct {
 	Channels Channels `yaml:"channels"`
 	MCP      MCP      `yaml:"mcp"`
 	Log      Log      `yaml:"log"`
+
+	// Schedules: see schedules.go.
+	Schedules Schedules `yaml:"schedules"`
 }
 
 // MCP configures the Model Context Protocol server (the history tools at
@@ -360,6 +363,8 @@ func Defaults() Config {
 		},
 		Log: Log{Format: "text", Level: "info"},
 		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300},
+
+		Schedules: scheduleDefaults(),
 	}
 }
 
@@ -627,6 +632,7 @@ func (c *Config) Validate() error {
 	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	c.validateEmail(bad, envName)
 	c.validateMCPServers(bad, envName)
+	c.validateSchedules(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
 	}

@@ -60,6 +60,8 @@ type Options struct {
 	// MCPServers, if set, reports the MCP servers the assistant uses, for
 	// /api/session and /healthz (as "mcp_servers").
 	MCPServers func() any
+	// Schedules serves /api/schedules (nil: not mounted).
+	Schedules Schedules
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 }
@@ -172,6 +174,9 @@ func Handler(s Session, o Options) http.Handler {
 			MCPServers any `json:"mcp_servers,omitempty"`
 		}{info, mcpServers(o)})
 	})
+	if o.Schedules != nil {
+		scheduleRoutes(api, o.Schedules)
+	}
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, httpjson.Errorf(http.StatusNotFound, "not_found", "no such API endpoint: "+r.Method+" "+r.URL.Path))
 	})

@@ -49,6 +49,8 @@ type Options struct {
 	// Logs, if set, is pointed at the REPL while it runs, so log lines do
 	// not break the prompt; it is pointed back when the REPL ends.
 	Logs *LogSink
+	// Schedules, if set, serves /schedules.
+	Schedules Schedules
 }
 
 // IsTerminal reports whether r is a terminal (an *os.File on a tty).
@@ -89,6 +91,7 @@ const help = `Type a message and press Enter to send it to the assistant.
   /history [n]     show the last n events (default 20)
   /search <text>   search the whole conversation history
   /status          show the session state
+  /schedules       list reminders and recurring tasks; /schedules cancel <id> cancels one
   /help            this text
   /quit            leave the console (Ctrl-D too); the server keeps running`
 
@@ -159,7 +162,7 @@ func Run(ctx context.Context, s Session, o Options) error {
 	}()
 	defer func() { cancel(); <-printerDone }()
 
-	r := &repl{s: s, p: p}
+	r := &repl{s: s, p: p, sched: o.Schedules}
 	for {
 		line, err := rl.ReadLine()
 		switch {
@@ -187,6 +190,8 @@ type repl struct {
 	s  Session
 	p  *printer
 	id int
+	// sched serves /schedules; nil: not available.
+	sched Schedules
 }
 
 func (r *repl) interrupt(ctx context.Context) {
@@ -228,6 +233,8 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		if _, err := r.s.Reset(ctx, hub.ResetManual); err != nil {
 			r.p.say("reset failed: " + errText(err))
 		}
+	case "/schedules":
+		r.schedules(ctx, arg)
 	case "/status":
 		info, err := r.s.Info(ctx)
 		if err != nil {

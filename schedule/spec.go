@@ -1,0 +1,169 @@
+package schedule
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Spec asks for a schedule: from the API, the agent's schedule_create
+// tool or the REPL. Exactly one of At, InSeconds and Cron is set.
+type Spec struct {
+	// Content is the input the session gets when it fires.
+	Content string `json:"content"`
+	// At is a one-shot's time: RFC 3339 with an offset
+	// (2026-11-27T09:00:00+01:00), or a local time (2026-11-27T09:00)
+	// read in TZ.
+	At string `json:"at,omitempty"`
+	// InSeconds is a one-shot this many seconds from now.
+	InSeconds int64 `json:"in_seconds,omitempty"`
+	// Cron is a five-field expression, read as wall-clock times in TZ.
+	Cron string `json:"cron,omitempty"`
+	// TZ is an IANA zone name; empty: schedules.tz (the server's zone).
+	TZ string `json:"tz,omitempty"`
+	// Notify is none (default), email or auto.
+	Notify string `json:"notify,omitempty"`
+	// CreatedBy is the channel asking (set by the door, not the caller).
+	CreatedBy string `json:"-"`
+}
+
+// Error is why a request was refused; nothing was written. Code is a
+// stable word for the API, Message a sentence for people.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Error codes besides the validation ones (bad_content, content_too_long,
+// bad_time, time_in_past, bad_cron, bad_tz, too_frequent, bad_notify,
+// notify_unavailable).
+const (
+	CodeNotFound = "no_such_schedule"
+	CodeTooMany  = "too_many_schedules"
+)
+
+// maxAhead bounds how far ahead a one-shot may be.
+const maxAhead = 10 * 366 * 24 * time.Hour
+
+// localLayouts are the accepted forms of a local time without an offset.
+var localLayouts = []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"}
+
+// build checks sp and makes the schedule it asks for, due after now. It
+// writes nothing.
+func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
+	o := s.opts
+	content := strings.TrimSpace(sp.Content)
+	switch {
+	case content == "":
+		return nil, errorf("bad_content", "content is empty: say what the session should be told when it fires")
+	case !utf8.ValidString(content):
+		return nil, errorf("bad_content", "content is not valid UTF-8")
+	case len(content) > o.MaxContentBytes:
+		return nil, errorf("content_too_long", "content is %d bytes; the limit is %d (server.max_message_bytes)", len(content), o.MaxContentBytes)
+	}
+	set := 0
+	for _, b := range []bool{sp.At != "", sp.InSeconds != 0, sp.Cron != ""} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, errorf("bad_time", "give exactly one of at (a time), in_seconds (a delay) or cron (a recurring schedule)")
+	}
+	loc, tz := o.TZ, sp.TZ
+	if tz == "" {
+		tz = o.TZ.String()
+	} else {
+		l, err := time.LoadLocation(tz)
+		if err != nil || tz == "Local" {
+			return nil, errorf("bad_tz", "unknown time zone %q: use an IANA name such as Europe/Berlin, America/New_York or UTC", tz)
+		}
+		loc = l
+	}
+	notify := sp.Notify
+	switch notify {
+	case "":
+		notify = NotifyNone
+	case NotifyNone:
+	case NotifyEmail, NotifyAuto:
+		if o.Mailer == nil || o.NotifyTo == "" {
+			return nil, errorf("notify_unavailable", "notify: %s needs channels.email enabled and schedules.notify_to set", notify)
+		}
+	default:
+		return nil, errorf("bad_notify", "notify %q: use none, email or auto", notify)
+	}
+	sc := &Schedule{ID: newID(), Content: content, CreatedBy: sp.CreatedBy, CreatedAt: now.UTC(),
+		TZ: tz, Notify: notify, loc: loc}
+	var due time.Time
+	switch {
+	case sp.Cron != "":
+		cs, err := parseCron(sp.Cron)
+		if err != nil {
+			return nil, errorf("bad_cron", "invalid cron: %v", err)
+		}
+		due = next(cs, now, loc)
+		if due.IsZero() {
+			return nil, errorf("bad_cron", "cron %q never runs", sp.Cron)
+		}
+		if gap := minGap(cs, now.In(loc), 1000); gap > 0 && gap < o.MinInterval {
+			return nil, errorf("too_frequent", "cron %q runs %s apart; schedules.min_interval_sec allows no less than %s",
+				sp.Cron, gap, o.MinInterval)
+		}
+		sc.Cron, sc.sched = strings.Join(strings.Fields(sp.Cron), " "), cs
+	case sp.InSeconds != 0:
+		if sp.InSeconds < 1 || time.Duration(sp.InSeconds)*time.Second > maxAhead {
+			return nil, errorf("bad_time", "in_seconds must be from 1 to %d", int64(maxAhead/time.Second))
+		}
+		// Whole seconds, rounded up: the times shown stay readable.
+		due = now.Add(time.Duration(sp.InSeconds)*time.Second + time.Second - 1).Truncate(time.Second)
+	default:
+		t, err := parseAt(sp.At, loc)
+		if err != nil {
+			return nil, err
+		}
+		if !t.After(now) {
+			return nil, errorf("time_in_past", "at %s is in the past (it is now %s)", t.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
+		}
+		if t.Sub(now) > maxAhead {
+			return nil, errorf("bad_time", "at %s is more than ten years ahead", t.Format(time.RFC3339))
+		}
+		due = t
+	}
+	if sc.Cron == "" {
+		at := due.UTC()
+		sc.At = &at
+	}
+	nr := due.UTC()
+	sc.NextRun = &nr
+	return sc, nil
+}
+
+// parseAt reads RFC 3339, or a local time in loc.
+func parseAt(at string, loc *time.Location) (time.Time, error) {
+	at = strings.TrimSpace(at)
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		return t, nil
+	}
+	for _, l := range localLayouts {
+		if t, err := time.ParseInLocation(l, at, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, errorf("bad_time", "at %q is neither RFC 3339 (2026-11-27T09:00:00+01:00) nor a local time (2026-11-27T09:00, read in tz)", at)
+}
+
+// newID is a short random id ("s-" and 12 hex digits).
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "s-" + hex.EncodeToString(b[:])
+}
