@@ -43,7 +43,7 @@ func parseCron(expr string) (cron.Schedule, error) {
 //     night in Europe/Berlin) runs at the same distance after the change
 //     (03:30), once;
 //   - a wall time that happens twice when clocks go back runs once, at
-//     the second (standard time) occurrence;
+//     its first occurrence;
 //   - "0 9 * * *" stays at 9:00 local time on both sides of a change.
 //
 // It returns the zero time when s never matches (e.g. "0 0 30 2 *").
@@ -57,13 +57,37 @@ func next(s cron.Schedule, t time.Time, loc *time.Location) time.Time {
 		if nw.IsZero() {
 			return time.Time{}
 		}
-		real := time.Date(nw.Year(), nw.Month(), nw.Day(), nw.Hour(), nw.Minute(), 0, 0, loc)
+		real := resolve(nw, loc)
 		if real.After(t) {
 			return real
 		}
 		wall = nw
 	}
 	return time.Time{}
+}
+
+// resolve places the wall time w (written as UTC) in loc. time.Date
+// leaves open which instant it picks for a wall time that is skipped or
+// repeated at a clock change; resolve takes the first occurrence of a
+// repeated one, and for a skipped one the instant as far after the change
+// as the wall time was after the last valid minute (02:30 → 03:30).
+func resolve(w time.Time, loc *time.Location) time.Time {
+	t := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), 0, 0, loc)
+	// w read with the offset in force a few hours before (no zone changes
+	// its offset twice within three hours).
+	_, before := t.Add(-3 * time.Hour).Zone()
+	e := w.Add(-time.Duration(before) * time.Second)
+	switch {
+	case sameWall(e.In(loc), w) && e.Before(t): // repeated: the first
+		return e
+	case !sameWall(t.In(loc), w): // skipped
+		return e
+	}
+	return t
+}
+
+func sameWall(t, w time.Time) bool {
+	return t.Year() == w.Year() && t.YearDay() == w.YearDay() && t.Hour() == w.Hour() && t.Minute() == w.Minute()
 }
 
 // minGap is the shortest time between two runs of s (on the wall clock)

@@ -77,9 +77,13 @@ type Options struct {
 	// again. Default 30 s.
 	RetryAfter time.Duration
 
-	// crash, if set, is asked at each step of a firing; true stops Run
-	// dead there, as if the process had died (tests).
-	crash func(step string) bool
+	// step, if set, is told each step of a firing (tests): "recorded"
+	// (in the file, not yet submitted), "submitted" (the session took
+	// it), "settled" (its turn is over and the record cleared). true
+	// stops there dead, as if the process had died: Run returns at
+	// "recorded", the firing's goroutine gives up at "submitted". It
+	// must not block.
+	step func(name, key string) bool
 }
 
 // lateAfter: a firing this long after its due time is marked late.
@@ -351,7 +355,7 @@ func (s *Scheduler) fire(ctx context.Context, sc *Schedule, now time.Time) error
 		s.failedWrite(now, err)
 		return nil
 	}
-	if s.opts.crash != nil && s.opts.crash("recorded") {
+	if s.step("recorded", f.Key) {
 		return errCrash
 	}
 	s.log.Info("schedule fired", "id", sc.ID, "due", due, "late", f.Late, "email", f.Email)
@@ -415,6 +419,12 @@ func (s *Scheduler) ran(ctx context.Context, c ranCmd) {
 		// offered again and the session answers it as a duplicate.
 		s.log.Error("save schedules", "err", err)
 	}
+	s.step("settled", c.key)
+}
+
+// step reports a step of a firing to Options.step.
+func (s *Scheduler) step(name, key string) bool {
+	return s.opts.step != nil && s.opts.step(name, key)
 }
 
 // save writes every schedule to disk. A failure is an *Error.
@@ -481,6 +491,9 @@ func (s *Scheduler) run(ctx context.Context, sc Schedule) (retry, ok bool) {
 		}
 		s.log.Warn("the session did not take a schedule's input; trying again", "id", sc.ID, "err", err, "retry_in", s.opts.RetryAfter)
 		return true, true
+	}
+	if s.step("submitted", f.Key) {
+		return false, false
 	}
 	var o hub.TurnOutcome
 	select {
