@@ -91,7 +91,6 @@ func (r *rig) get2(id string) Schedule {
 	return sc
 }
 
-
 // TestFiringWaitsForARunningTurn fires a schedule while a long turn runs:
 // the firing waits (busy_policy reject does not refuse it), runs once
 // when the turn ends, and only then.
@@ -131,4 +130,3 @@ func TestFiringWaitsForARunningTurn(t *testing.T) {
 		t.Fatalf("%d scheduled inputs, want 1", n)
 	}
 }
-
