@@ -145,7 +145,7 @@ func archiveEntries(t *testing.T, path string) []*tar.Header {
 // line.
 func readLog(t *testing.T, path string) []event.Event {
 	t.Helper()
-	evs, truncated, st, err := history.NewReader(path).Range(history.Bound{}, history.Bound{}, 0)
+	evs, truncated, st, err := history.NewReader(path).Range(context.Background(), history.Bound{}, history.Bound{}, 0)
 	if err != nil || truncated {
 		t.Fatalf("read %s: %v (truncated %v)", path, err, truncated)
 	}

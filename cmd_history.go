@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
@@ -55,43 +56,38 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprint(stderr, historyUsage)
 		return errors.New("history: missing command (recent, range or search)")
 	}
-	cmd, args := args[0], args[1:]
-	switch cmd {
+	name, args := args[0], args[1:]
+	var cmd historyCmd
+	switch name {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stderr, historyUsage)
 		return nil
-	case "recent", "range", "search":
+	case "recent":
+		cmd = &historyRecent{}
+	case "range":
+		cmd = &historyRange{}
+	case "search":
+		cmd = &historySearch{}
 	default:
-		return fmt.Errorf("history: unknown command %q, want recent, range or search (see frontdesk history -h)", cmd)
+		return fmt.Errorf("history: unknown command %q, want recent, range or search (see frontdesk history -h)", name)
 	}
 
-	fl := flag.NewFlagSet("frontdesk history "+cmd, flag.ContinueOnError)
+	fl := flag.NewFlagSet("frontdesk history "+name, flag.ContinueOnError)
 	fl.SetOutput(io.Discard) // errors are returned; -h prints historyUsage
 	cfgPath := fl.String("config", "", "")
 	dataDir := fl.String("data", "", "")
 	asJSON := fl.Bool("json", false, "")
-	var n, limit int
-	var from, to string
-	switch cmd {
-	case "recent":
-		fl.IntVar(&n, "n", 20, "")
-	case "range":
-		fl.StringVar(&from, "from", "", "")
-		fl.StringVar(&to, "to", "", "")
-		fl.IntVar(&limit, "limit", 1000, "")
-	case "search":
-		fl.IntVar(&limit, "limit", 20, "")
-	}
+	cmd.flags(fl)
 	words, err := parseInterspersed(fl, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stderr, historyUsage)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("history %s: %w (see frontdesk history -h)", cmd, err)
+		return fmt.Errorf("history %s: %w (see frontdesk history -h)", name, err)
 	}
-	if cmd != "search" && len(words) > 0 {
-		return fmt.Errorf("history %s: unexpected argument %q (see frontdesk history -h)", cmd, words[0])
+	if _, isSearch := cmd.(*historySearch); !isSearch && len(words) > 0 {
+		return fmt.Errorf("history %s: unexpected argument %q (see frontdesk history -h)", name, words[0])
 	}
 
 	cfg, err := loadConfig(*cfgPath, "", *dataDir)
@@ -106,69 +102,11 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 	if len(parts) == 0 {
 		return fmt.Errorf("history: no chat log at %s (wrong -data or -config?)", path)
 	}
-	r := history.NewReader(path)
-	out := &historyOut{w: stdout, note: stderr, json: *asJSON, width: termWidth(getenv)}
-
-	var st history.Stats
-	switch cmd {
-	case "recent":
-		if n < 1 {
-			return fmt.Errorf("history recent: -n %d, want at least 1", n)
-		}
-		var evs []event.Event
-		evs, st, err = r.Recent(n)
-		if err != nil {
-			return err
-		}
-		err = out.events(evs)
-	case "range":
-		if limit < 0 {
-			return fmt.Errorf("history range: -limit %d, want 0 (no limit) or more", limit)
-		}
-		f, err := history.ParseBound(from)
-		if err != nil {
-			return fmt.Errorf("history range: -from: %w", err)
-		}
-		t, err := history.ParseBound(to)
-		if err != nil {
-			return fmt.Errorf("history range: -to: %w", err)
-		}
-		if f.Seq != 0 && t.Seq != 0 && f.Seq > t.Seq || !f.Time.IsZero() && !t.Time.IsZero() && f.Time.After(t.Time) {
-			return fmt.Errorf("history range: -from %s is after -to %s", from, to)
-		}
-		evs, truncated, rst, err := r.Range(f, t, limit)
-		if err != nil {
-			return err
-		}
-		st = rst
-		if err := out.events(evs); err != nil {
-			return err
-		}
-		if truncated {
-			last := evs[len(evs)-1].Seq
-			fmt.Fprintf(stderr, "frontdesk: stopped at -limit %d; more events follow (continue with -from %d)\n", limit, last+1)
-		}
-	case "search":
-		if limit < 1 || limit > maxSearchLimit {
-			return fmt.Errorf("history search: -limit %d, want 1 to %d", limit, maxSearchLimit)
-		}
-		q := strings.Join(words, " ")
-		if strings.TrimSpace(q) == "" {
-			return errors.New("history search: missing QUERY (see frontdesk history -h)")
-		}
-		oh := newOfflineHistory(cfg, stderr)
-		defer oh.Close()
-		res, err := oh.SearchIndex(context.Background(), q, index.Options{Limit: limit})
-		if err != nil {
-			return fmt.Errorf("history search: %w", err)
-		}
-		if res.Mode == index.ModeOr && len(res.Hits) > 0 {
-			fmt.Fprintln(stderr, "frontdesk: no message has every word; showing the best partial matches")
-		}
-		if err := out.hits(res.Hits); err != nil {
-			return err
-		}
+	env := historyEnv{
+		cfg: cfg, r: history.NewReader(path), words: words, stderr: stderr,
+		out: &historyOut{w: stdout, note: stderr, json: *asJSON, width: termWidth(getenv)},
 	}
+	st, err := cmd.run(env)
 	if err != nil {
 		return err
 	}
@@ -176,6 +114,103 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "frontdesk: skipped %d malformed or partial lines or damaged .gz parts\n", st.Skipped)
 	}
 	return nil
+}
+
+// historyCmd is one "frontdesk history" subcommand: its own flags, then a
+// run over the chat log.
+type historyCmd interface {
+	flags(fl *flag.FlagSet)
+	run(env historyEnv) (history.Stats, error)
+}
+
+// historyEnv is what every subcommand gets once the flags are parsed.
+type historyEnv struct {
+	cfg    config.Config
+	r      *history.Reader
+	out    *historyOut
+	stderr io.Writer
+	words  []string // the arguments that are not flags (search's query)
+}
+
+type historyRecent struct{ n int }
+
+func (c *historyRecent) flags(fl *flag.FlagSet) { fl.IntVar(&c.n, "n", 20, "") }
+
+func (c *historyRecent) run(env historyEnv) (history.Stats, error) {
+	if c.n < 1 {
+		return history.Stats{}, fmt.Errorf("history recent: -n %d, want at least 1", c.n)
+	}
+	evs, st, err := env.r.Recent(c.n)
+	if err != nil {
+		return st, err
+	}
+	return st, env.out.events(evs)
+}
+
+type historyRange struct {
+	from, to string
+	limit    int
+}
+
+func (c *historyRange) flags(fl *flag.FlagSet) {
+	fl.StringVar(&c.from, "from", "", "")
+	fl.StringVar(&c.to, "to", "", "")
+	fl.IntVar(&c.limit, "limit", 1000, "")
+}
+
+func (c *historyRange) run(env historyEnv) (history.Stats, error) {
+	var none history.Stats
+	if c.limit < 0 {
+		return none, fmt.Errorf("history range: -limit %d, want 0 (no limit) or more", c.limit)
+	}
+	f, err := history.ParseBound(c.from)
+	if err != nil {
+		return none, fmt.Errorf("history range: -from: %w", err)
+	}
+	t, err := history.ParseBound(c.to)
+	if err != nil {
+		return none, fmt.Errorf("history range: -to: %w", err)
+	}
+	if f.Seq != 0 && t.Seq != 0 && f.Seq > t.Seq || !f.Time.IsZero() && !t.Time.IsZero() && f.Time.After(t.Time) {
+		return none, fmt.Errorf("history range: -from %s is after -to %s", c.from, c.to)
+	}
+	evs, truncated, st, err := env.r.Range(context.Background(), f, t, c.limit)
+	if err != nil {
+		return st, err
+	}
+	if err := env.out.events(evs); err != nil {
+		return st, err
+	}
+	if truncated {
+		last := evs[len(evs)-1].Seq
+		fmt.Fprintf(env.stderr, "frontdesk: stopped at -limit %d; more events follow (continue with -from %d)\n", c.limit, last+1)
+	}
+	return st, nil
+}
+
+type historySearch struct{ limit int }
+
+func (c *historySearch) flags(fl *flag.FlagSet) { fl.IntVar(&c.limit, "limit", 20, "") }
+
+func (c *historySearch) run(env historyEnv) (history.Stats, error) {
+	var none history.Stats
+	if c.limit < 1 || c.limit > maxSearchLimit {
+		return none, fmt.Errorf("history search: -limit %d, want 1 to %d", c.limit, maxSearchLimit)
+	}
+	q := strings.Join(env.words, " ")
+	if strings.TrimSpace(q) == "" {
+		return none, errors.New("history search: missing QUERY (see frontdesk history -h)")
+	}
+	oh := newOfflineHistory(env.cfg, env.stderr)
+	defer oh.Close()
+	res, err := oh.SearchIndex(context.Background(), q, index.Options{Limit: c.limit})
+	if err != nil {
+		return none, fmt.Errorf("history search: %w", err)
+	}
+	if res.Mode == index.ModeOr && len(res.Hits) > 0 {
+		fmt.Fprintln(env.stderr, "frontdesk: no message has every word; showing the best partial matches")
+	}
+	return none, env.out.hits(res.Hits)
 }
 
 // maxSearchLimit bounds history search -limit.

@@ -91,7 +91,7 @@ func TestKill9NeverLosesAnAcknowledgedInput(t *testing.T) {
 	p.stop(t, syscall.SIGTERM)
 
 	r := history.NewReader(filepath.Join(dir, "state", "chat_history.ndjson"))
-	evs, truncated, st, err := r.Range(history.Bound{}, history.Bound{}, 0)
+	evs, truncated, st, err := r.Range(context.Background(), history.Bound{}, history.Bound{}, 0)
 	if err != nil || truncated {
 		t.Fatalf("read log: %v (truncated %v)", err, truncated)
 	}

@@ -56,7 +56,7 @@ func (o *offlineHistory) Recent(_ context.Context, n int) ([]event.Event, error)
 }
 
 // Range returns the events between from and to, as hub.SessionManager.Range.
-func (o *offlineHistory) Range(_ context.Context, from, to string, limit int) ([]event.Event, bool, error) {
+func (o *offlineHistory) Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error) {
 	f, err := history.ParseBound(from)
 	if err != nil {
 		return nil, false, &hub.BadBoundError{Name: "from", Err: err}
@@ -65,7 +65,7 @@ func (o *offlineHistory) Range(_ context.Context, from, to string, limit int) ([
 	if err != nil {
 		return nil, false, &hub.BadBoundError{Name: "to", Err: err}
 	}
-	evs, truncated, _, err := o.r.Range(f, t, limit)
+	evs, truncated, _, err := o.r.Range(ctx, f, t, limit)
 	return evs, truncated, err
 }
 

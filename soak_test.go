@@ -438,7 +438,7 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("final stop: %v\n%s", err, p.stderr)
 	}
 	r := history.NewReader(filepath.Join(dir, "state", "chat_history.ndjson"))
-	evs, truncated, rst, err := r.Range(history.Bound{}, history.Bound{}, 0)
+	evs, truncated, rst, err := r.Range(context.Background(), history.Bound{}, history.Bound{}, 0)
 	if err != nil || truncated {
 		t.Fatalf("read log: %v (truncated %v)", err, truncated)
 	}

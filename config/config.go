@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"net"
 	"net/mail"
@@ -18,7 +17,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -571,67 +569,13 @@ func (c *Config) Validate() error {
 	if c.Agent.Demo.DelayMS < 0 {
 		bad("agent.demo.delay_ms", "must not be negative (default 30)")
 	}
-	envName := func(s string) bool { // a valid environment variable name
-		for i, r := range s {
-			if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (r < '0' || r > '9' || i == 0) {
-				return false
-			}
-		}
-		return s != ""
-	}
-	{
-		o := c.Agent.OpenAI
-		if o.BaseURL != "" {
-			if u, err := url.Parse(o.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				bad("agent.openai.base_url", "%q is not an http(s) URL; use e.g. http://127.0.0.1:11434/v1, or leave it empty for https://api.openai.com/v1", o.BaseURL)
-			}
-		}
-		if c.Agent.Backend == "openai" && strings.TrimSpace(o.Model) == "" {
-			bad("agent.openai.model", "must name a model the server knows, e.g. gpt-4o-mini or llama3.2")
-		}
-		if o.APIKeyEnv != "" && !envName(o.APIKeyEnv) {
-			bad("agent.openai.api_key_env", "%q is not an environment variable name", o.APIKeyEnv)
-		}
-		if t := o.Temperature; t != nil && (*t < 0 || *t > 2) {
-			bad("agent.openai.temperature", "%g is out of range; use 0 to 2, or null for the server's default", *t)
-		}
-		if o.MaxTokens < 0 {
-			bad("agent.openai.max_tokens", "must not be negative; 0 leaves it to the server")
-		}
-		if o.RequestTimeoutSec < 1 {
-			bad("agent.openai.request_timeout_sec", "must be at least 1 (default 120)")
-		}
-		if o.MaxToolSteps < 0 || o.MaxToolSteps > 100 {
-			bad("agent.openai.max_tool_steps", "must be 0 (no tools) to 100 (default 8)")
-		}
-		if o.ContextBudgetTokens < 1000 {
-			bad("agent.openai.context_budget_tokens", "must be at least 1000 (default 12000)")
-		}
-	}
-	{
-		cmd := c.Agent.Command
-		if c.Agent.Backend == "command" && (len(cmd.Argv) == 0 || strings.TrimSpace(cmd.Argv[0]) == "") {
-			bad("agent.command.argv", "must name the program to run, e.g. [\"/usr/local/bin/my-agent\", \"--json\"]")
-		}
-		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
-			if !envName(k) {
-				bad("agent.command.env", "%q is not an environment variable name", k)
-			}
-		}
-		for i, k := range cmd.PassEnv {
-			if !envName(k) {
-				bad(fmt.Sprintf("agent.command.pass_env[%d]", i), "%q is not an environment variable name", k)
-			}
-		}
-		if cmd.TimeoutSec < 0 {
-			bad("agent.command.timeout_sec", "must be 0 (no limit) or a positive number of seconds (default 300)")
-		}
-	}
+	c.validateOpenAI(bad)
+	c.validateCommand(bad)
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
 	oneOf(bad, "log.format", c.Log.Format, "text", "json")
 	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
-	c.validateEmail(bad, envName)
-	c.validateMCPServers(bad, envName)
+	c.validateEmail(bad)
+	c.validateMCPServers(bad)
 	c.validateSchedules(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
@@ -644,7 +588,7 @@ func (c *Config) Validate() error {
 
 // validateEmail checks channels.email. The TLS modes are checked always;
 // everything else only when the channel is enabled.
-func (c *Config) validateEmail(bad func(string, string, ...any), envName func(string) bool) {
+func (c *Config) validateEmail(bad badFunc) {
 	e := c.Channels.Email
 	oneOf(bad, "channels.email.imap.tls", e.IMAP.TLS, "tls", "starttls", "none")
 	oneOf(bad, "channels.email.smtp.tls", e.SMTP.TLS, "tls", "starttls", "none")
@@ -743,7 +687,7 @@ func rate(bad func(string, string, ...any), prefix string, perSec float64, burst
 // prefix, which model APIs restrict.
 var mcpName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
-func (c *Config) validateMCPServers(bad func(string, string, ...any), envName func(string) bool) {
+func (c *Config) validateMCPServers(bad badFunc) {
 	seen := map[string]bool{}
 	for i := range c.MCP.Servers {
 		s := &c.MCP.Servers[i]

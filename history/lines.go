@@ -40,46 +40,6 @@ func decodeLineJSON(line []byte) (event.Event, bool) {
 	return e, true
 }
 
-// message is the part of a user or assistant event that Search needs.
-type message struct {
-	seq     int64
-	ts      time.Time
-	typ     event.Type
-	turn    string
-	channel string
-	from    string
-	content string
-}
-
-// decodeMessage is Search's definitive decoder, used where scanLine is
-// unsure. ok is false for a malformed line; for event types other than
-// user and assistant only seq, ts, typ and turn are set.
-func decodeMessage(line []byte) (m message, ok bool) {
-	e, ok := decodeLineJSON(line)
-	if !ok {
-		return message{}, false
-	}
-	m = message{seq: e.Seq, ts: e.TS.Std(), typ: e.Type, turn: e.Turn}
-	if len(e.Data) == 0 {
-		return m, true
-	}
-	switch e.Type {
-	case event.User:
-		var d event.UserData
-		if json.Unmarshal(e.Data, &d) != nil {
-			return message{}, false
-		}
-		m.channel, m.from, m.content = d.Channel, d.From, d.Content
-	case event.Assistant:
-		var d event.AssistantData
-		if json.Unmarshal(e.Data, &d) != nil {
-			return message{}, false
-		}
-		m.content = d.Content
-	}
-	return m, true
-}
-
 // span is a JSON string's body within a line, between its quotes. The zero
 // span is the empty string (also what null leaves).
 type span struct {
@@ -89,26 +49,20 @@ type span struct {
 
 // fields is what scanLine finds in a line.
 type fields struct {
-	v, seq                 int64
-	ts                     time.Time
-	typ, turn              span
-	channel, from, content span
-	data                   [2]int // the data value's bytes, if any
-	dataKind               byte   // the data value's first byte, 0 if absent
-	userOK, assistantOK    bool   // data decodes as UserData / AssistantData
-	// The first bytes (kinds) of data's members that the payloads
-	// declare; 0 when absent.
-	channelV, fromV, msgIDV, contentV, partialV byte
+	v, seq    int64
+	ts        time.Time
+	typ, turn span
+	data      [2]int // the data value's bytes, if any
+	dataKind  byte   // the data value's first byte, 0 if absent
 }
 
 // scanLine is a fast, allocation-free reader of a chat-log line that finds
-// the members Search needs without decoding the rest. ok means the line
-// is valid JSON and json.Unmarshal would have decoded the very same values
-// into event.Event and its user or assistant payload; anything it is not
-// sure of (an escaped or case-folded member name, a duplicate member, a
-// number json rejects, a ts it cannot parse, deep nesting) makes it answer
-// false, and the caller falls back to decodeMessage. FuzzScanLine checks
-// the agreement.
+// an event's members without reflection; data is kept as raw bytes. ok
+// means the line is valid JSON and json.Unmarshal would have decoded the
+// very same event.Event; anything it is not sure of (an escaped or
+// case-folded member name, a duplicate member, a number json rejects, a ts
+// it cannot parse, deep nesting) makes it answer false, and the caller
+// falls back to encoding/json. FuzzReadLine checks the agreement.
 func scanLine(line []byte) (f fields, ok bool) {
 	s := scanner{b: line}
 	s.ws()
@@ -171,11 +125,7 @@ func scanLine(line []byte) (f fields, ok bool) {
 				f.dataKind = line[s.i]
 			}
 			f.data[0] = s.i
-			if f.dataKind == '{' {
-				if !s.data(&f) {
-					return f, false
-				}
-			} else if !s.value(0) {
+			if !s.value(0) {
 				return f, false
 			}
 			f.data[1] = s.i
@@ -200,78 +150,7 @@ func scanLine(line []byte) (f fields, ok bool) {
 		}
 		break
 	}
-	strOK := func(k byte) bool { return k == 0 || k == '"' || k == 'n' }
-	boolOK := func(k byte) bool { return k == 0 || k == 't' || k == 'f' || k == 'n' }
-	dataOK := f.dataKind == 0 || f.dataKind == '{' || f.dataKind == 'n'
-	f.userOK = dataOK && strOK(f.channelV) && strOK(f.fromV) && strOK(f.contentV) && strOK(f.msgIDV)
-	f.assistantOK = dataOK && strOK(f.contentV) && boolOK(f.partialV)
 	return f, true
-}
-
-// data reads the data object, noting the members of the user and
-// assistant payloads. Called at '{'.
-func (s *scanner) data(f *fields) bool {
-	s.i++
-	s.ws()
-	if s.byte('}') {
-		return true
-	}
-	var seen uint8
-	for {
-		s.ws()
-		k, ok := s.str()
-		if !ok || k.esc {
-			return false
-		}
-		key := s.b[k.start:k.end]
-		s.ws()
-		if !s.byte(':') {
-			return false
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		kind := s.b[s.i]
-		var bit uint8
-		var sp *span
-		var v *byte
-		switch string(key) {
-		case "channel":
-			bit, sp, v = 1, &f.channel, &f.channelV
-		case "from":
-			bit, sp, v = 2, &f.from, &f.fromV
-		case "content":
-			bit, sp, v = 4, &f.content, &f.contentV
-		case "client_msg_id":
-			bit, v = 8, &f.msgIDV
-		case "partial":
-			bit, v = 16, &f.partialV
-		default:
-			if foldsTo(key, "channel", "from", "content", "client_msg_id", "partial") {
-				return false
-			}
-		}
-		if bit != 0 {
-			if seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			*v = kind
-		}
-		if sp != nil && kind == '"' {
-			if *sp, ok = s.str(); !ok {
-				return false
-			}
-		} else if !s.value(1) {
-			return false
-		}
-		s.ws()
-		if s.byte(',') {
-			continue
-		}
-		return s.byte('}')
-	}
 }
 
 // foldsTo reports whether key equals one of names under Unicode case
@@ -516,28 +395,6 @@ func unquote(line []byte, sp span) string {
 		return "" // scanLine validated it; not reached
 	}
 	return s
-}
-
-// message returns what the scanned line holds, as decodeMessage would.
-// valid is false for a line decodeMessage rejects.
-func (f *fields) message(line []byte) (m message, valid bool) {
-	if f.seq <= 0 || f.typ.end == f.typ.start {
-		return message{}, false
-	}
-	m = message{seq: f.seq, ts: f.ts, typ: event.Type(unquote(line, f.typ)), turn: unquote(line, f.turn)}
-	switch m.typ {
-	case event.User:
-		if !f.userOK {
-			return message{}, false
-		}
-		m.channel, m.from, m.content = unquote(line, f.channel), unquote(line, f.from), unquote(line, f.content)
-	case event.Assistant:
-		if !f.assistantOK {
-			return message{}, false
-		}
-		m.content = unquote(line, f.content)
-	}
-	return m, true
 }
 
 // event returns the scanned line as decodeLineJSON would.

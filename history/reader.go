@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,9 +51,7 @@ type Stats struct {
 	// Skipped counts the malformed or partial lines skipped and the .gz
 	// parts found damaged (each once; what preceded the damage was read).
 	// Readers count only the lines they examine: Recent stops at the n-th
-	// event, Range looks only at parts that may hold the range, and
-	// Search only at lines holding the query's bytes (plus each part's
-	// last line).
+	// event, Range looks only at parts that may hold the range.
 	Skipped int `json:"skipped"`
 	// Parts counts the files read, wholly or partly.
 	Parts int `json:"parts"`
@@ -366,8 +365,9 @@ func head(p *part) (k key, found bool, st Stats, err error) {
 //
 // It reads the first line of every part to learn where each part starts,
 // then reads only the parts that may hold the range, each up to where the
-// range ends.
-func (r *Reader) Range(from, to Bound, limit int) (evs []event.Event, truncated bool, st Stats, err error) {
+// range ends. It stops with ctx's error when ctx ends (a caller that went
+// away).
+func (r *Reader) Range(ctx context.Context, from, to Bound, limit int) (evs []event.Event, truncated bool, st Stats, err error) {
 	if err := errors.Join(from.check("from"), to.check("to")); err != nil {
 		return nil, false, st, err
 	}
@@ -400,7 +400,7 @@ func (r *Reader) Range(from, to Bound, limit int) (evs []event.Event, truncated 
 	// Names sort by rotation time; seq is the real order.
 	slices.SortStableFunc(ps, func(a, b headed) int { return cmpInt(a.k.seq, b.k.seq) })
 
-	rr := rangeRead{from: from, to: to, limit: limit, withTS: !from.Time.IsZero() || !to.Time.IsZero(), st: st}
+	rr := rangeRead{ctx: ctx, from: from, to: to, limit: limit, withTS: !from.Time.IsZero() || !to.Time.IsZero(), st: st}
 	for i, h := range ps {
 		if to.after(h.k.seq, h.k.ts) {
 			break // this part and all later ones start past the range
@@ -425,6 +425,7 @@ func (r *Reader) Range(from, to Bound, limit int) (evs []event.Event, truncated 
 
 // rangeRead is one Range call's progress.
 type rangeRead struct {
+	ctx       context.Context
 	from, to  Bound
 	limit     int
 	withTS    bool  // a bound is a time: lines' ts must be parsed
@@ -451,7 +452,10 @@ func (rr *rangeRead) part(p *part) (done bool, err error) {
 			rr.st.Skipped++
 		}
 	}()
-	for {
+	for n := 0; ; n++ {
+		if n%ctxCheckLines == 0 && rr.ctx.Err() != nil {
+			return false, rr.ctx.Err()
+		}
 		line, more := lr.next()
 		if !more {
 			return done, nil
@@ -490,6 +494,10 @@ func (rr *rangeRead) part(p *part) (done bool, err error) {
 	}
 }
 
+// ctxCheckLines is how many lines a range reads between looks at its
+// context: cheap enough to be unnoticed, often enough to stop in a few ms.
+const ctxCheckLines = 4096
+
 func cmpInt(a, b int64) int {
 	switch {
 	case a < b:
@@ -503,6 +511,6 @@ func cmpInt(a, b int64) int {
 // Since returns up to limit persisted events with seq ≥ from, oldest
 // first: what the search index reads to catch up (index.Source).
 func (r *Reader) Since(from int64, limit int) ([]event.Event, error) {
-	evs, _, _, err := r.Range(Bound{Seq: max(from, 1)}, Bound{}, limit)
+	evs, _, _, err := r.Range(context.Background(), Bound{Seq: max(from, 1)}, Bound{}, limit)
 	return evs, err
 }

@@ -196,7 +196,8 @@ func (e *BadBoundError) Error() string { return e.Name + ": " + e.Err.Error() }
 
 // Range returns the persisted events between from and to (each a seq or
 // an RFC 3339 time, inclusive) from the chat log, oldest first, at most
-// limit; truncated says the limit cut it. It reads files, not hub state.
+// limit; truncated says the limit cut it. It reads files, not hub state,
+// and stops when ctx ends.
 func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) (evs []event.Event, truncated bool, err error) {
 	f, err := history.ParseBound(from)
 	if err != nil {
@@ -209,7 +210,7 @@ func (m *SessionManager) Range(ctx context.Context, from, to string, limit int) 
 	if m.cfg.History == nil {
 		return nil, false, ErrNoHistory
 	}
-	evs, truncated, _, err = m.cfg.History.Range(f, t, limit)
+	evs, truncated, _, err = m.cfg.History.Range(ctx, f, t, limit)
 	return evs, truncated, err
 }
 

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // ServerConfig is one MCP server the assistant uses (config mcp.servers).
@@ -187,7 +188,7 @@ func (c *client) supervise(ctx context.Context) {
 				c.m.logger.Error("mcp server failed; its tools are left out until it is back", "server", c.cfg.Name, "err", err, "retry_in", backoff)
 				logged = true
 			}
-			if !sleep(ctx, backoff) {
+			if !ctxsleep.Sleep(ctx, backoff) {
 				return
 			}
 			backoff = min(backoff*2, maxBackoff)
@@ -225,7 +226,7 @@ func (c *client) supervise(ctx context.Context) {
 			c.m.logger.Warn("mcp server did not stop a cancelled call; restarting it", "server", c.cfg.Name)
 			logged = true
 		}
-		if !sleep(ctx, minBackoff) {
+		if !ctxsleep.Sleep(ctx, minBackoff) {
 			return
 		}
 	}
@@ -459,15 +460,4 @@ func (s *stderrLog) Write(p []byte) (int, error) {
 		s.buf = s.buf[:0]
 	}
 	return len(p), nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -20,6 +20,21 @@ const (
 	minRelativeScore   = 0.2      // of the best sentence's score, to be picked
 )
 
+// Weights on a sentence's tf-idf score. Memory is for what the person told
+// the assistant, so their statements count most; the rest mark sentences
+// that carry facts worth keeping (numbers, names, "remember …").
+const (
+	weightUserStatement = 1.6  // the person stated something: the core of memory
+	weightUserQuestion  = 1.15 // the person asked: says what mattered, but less than a fact
+	weightAsked         = 0.6  // the assistant asked back: rarely a fact
+	weightNumber        = 1.3  // dates, times, amounts, flight numbers
+	weightName          = 1.2  // a capitalised name mid-sentence
+	weightCue           = 1.25 // "remember", "always", "prefer", … said outright
+	weightFirstPerson   = 1.15 // the person about themselves ("I", "my")
+	weightShort         = 0.6  // under three words: "sounds good", "ok then"
+	minWordsUnweighted  = 3
+)
+
 // Extractive is the offline summary: it picks the most informative
 // sentences of the user and assistant events in transcript and returns them
 // in chronological order as Markdown bullets, one per message, as in
@@ -357,26 +372,26 @@ func scoreSentences(msgs []message) []candidate {
 		user := msgs[c.msg].user
 		switch {
 		case user && !f.question:
-			score *= 1.6
+			score *= weightUserStatement
 		case user:
-			score *= 1.15
+			score *= weightUserQuestion
 		case f.question:
-			score *= 0.6
+			score *= weightAsked
 		}
 		if f.number {
-			score *= 1.3
+			score *= weightNumber
 		}
 		if f.name {
-			score *= 1.2
+			score *= weightName
 		}
 		if f.cue {
-			score *= 1.25
+			score *= weightCue
 		}
 		if user && f.firstPerson {
-			score *= 1.15
+			score *= weightFirstPerson
 		}
-		if len(c.words) < 3 {
-			score *= 0.6
+		if len(c.words) < minWordsUnweighted {
+			score *= weightShort
 		}
 		if f.template {
 			// Said (near enough) the same way in several replies: the

@@ -1114,13 +1114,13 @@ var screenVariants = []struct {
 
 // TestUIMarkdownRenderer runs the renderer's node tests (web/uitest), which
 // include the XSS cases, as part of go test.
-func TestUIMarkdownRenderer(t *testing.T) { runNodeTest(t, "uitest/markdown.test.js") }
+func TestUIMarkdownRenderer(t *testing.T) { runNodeTest(t, "uitest/markdown.test.mjs") }
 
 // TestUIHistoryCore runs the node tests of the reducer's history part
-// (web/uitest/history.test.js; TestUICore in web_test.go runs the protocol
+// (web/uitest/history.test.mjs; TestUICore in web_test.go runs the protocol
 // ones): older pages prepended and deduplicated, jumps into loaded and
 // unloaded ranges, the archive window, reset dividers, search, highlighting.
-func TestUIHistoryCore(t *testing.T) { runNodeTest(t, "uitest/history.test.js") }
+func TestUIHistoryCore(t *testing.T) { runNodeTest(t, "uitest/history.test.mjs") }
 
 func runNodeTest(t *testing.T, file string) {
 	t.Helper()

@@ -27,46 +27,53 @@ const maxScheduleBody = 1 << 20
 
 // scheduleRoutes mounts /api/schedules on api.
 func scheduleRoutes(api *http.ServeMux, s Schedules) {
-	api.HandleFunc("POST /api/schedules", func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxScheduleBody+1))
-		if err == nil && len(b) > maxScheduleBody {
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over 1 MiB"))
-			return
-		}
-		var sp schedule.Spec
-		if err == nil {
-			err = strictjson.Unmarshal(b, &sp)
-		}
-		if err != nil {
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_json",
-				`send {"content":"…","at":"2026-11-27T09:00:00+01:00"} or {"content":"…","cron":"0 8 * * 1-5","tz":"Europe/Berlin"}: `+err.Error()))
-			return
-		}
-		// The API is the web door's: created_by names it.
-		sp.CreatedBy = event.ChannelWeb
-		sc, err := s.Create(r.Context(), sp)
-		if err != nil {
-			httpjson.WriteError(w, fromSchedule(err))
-			return
-		}
-		httpjson.Write(w, http.StatusCreated, sc)
-	})
-	api.HandleFunc("GET /api/schedules", func(w http.ResponseWriter, r *http.Request) {
-		list, err := s.List(r.Context())
-		if err != nil {
-			httpjson.WriteError(w, fromSchedule(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, map[string]any{"schedules": list})
-	})
-	api.HandleFunc("DELETE /api/schedules/{id}", func(w http.ResponseWriter, r *http.Request) {
-		sc, err := s.Cancel(r.Context(), r.PathValue("id"))
-		if err != nil {
-			httpjson.WriteError(w, fromSchedule(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, map[string]any{"cancelled": sc})
-	})
+	h := scheduleHandlers{s}
+	api.Handle("POST /api/schedules", apiFunc(h.create))
+	api.Handle("GET /api/schedules", apiFunc(h.list))
+	api.Handle("DELETE /api/schedules/{id}", apiFunc(h.cancel))
+}
+
+type scheduleHandlers struct{ s Schedules }
+
+func (h scheduleHandlers) create(w http.ResponseWriter, r *http.Request) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxScheduleBody+1))
+	if err == nil && len(b) > maxScheduleBody {
+		return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over 1 MiB")
+	}
+	var sp schedule.Spec
+	if err == nil {
+		err = strictjson.Unmarshal(b, &sp)
+	}
+	if err != nil {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_json",
+			`send {"content":"…","at":"2026-11-27T09:00:00+01:00"} or {"content":"…","cron":"0 8 * * 1-5","tz":"Europe/Berlin"}: `+err.Error())
+	}
+	// The API is the web door's: created_by names it.
+	sp.CreatedBy = event.ChannelWeb
+	sc, err := h.s.Create(r.Context(), sp)
+	if err != nil {
+		return fromSchedule(err)
+	}
+	httpjson.Write(w, http.StatusCreated, sc)
+	return nil
+}
+
+func (h scheduleHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	list, err := h.s.List(r.Context())
+	if err != nil {
+		return fromSchedule(err)
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"schedules": list})
+	return nil
+}
+
+func (h scheduleHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
+	sc, err := h.s.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return fromSchedule(err)
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"cancelled": sc})
+	return nil
 }
 
 // fromSchedule maps the scheduler's refusals to API errors.

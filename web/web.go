@@ -4,17 +4,11 @@ package web
 
 import (
 	"context"
-	"crypto/subtle"
 	"embed"
 	"fmt"
-	"io"
 	"io/fs"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,7 +17,6 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
-	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 //go:embed static
@@ -75,132 +68,28 @@ func Handler(s Session, o Options) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSessionCollector(s))
 
+	h := &apiHandlers{s: s, o: o}
 	api := http.NewServeMux()
 	api.Handle("GET /ws", o.WS)
 	if o.Messages != nil {
 		api.Handle("/api/messages", o.Messages)
 	}
-	api.HandleFunc("POST /api/cancel", func(w http.ResponseWriter, r *http.Request) {
-		ok, err := s.Cancel(r.Context())
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": ok})
-	})
-	api.HandleFunc("POST /api/reset", func(w http.ResponseWriter, r *http.Request) {
-		d, err := s.Reset(r.Context(), hub.ResetManual)
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, d)
-	})
-	api.HandleFunc("POST /api/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Decision string `json:"decision"`
-		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, 4096))
-		if err == nil {
-			err = strictjson.Unmarshal(b, &body)
-		}
-		if err != nil {
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_json", `send {"decision":"approve"} or {"decision":"deny"}: `+err.Error()))
-			return
-		}
-		d, err := s.Decide(r.Context(), r.PathValue("id"), body.Decision, "api")
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, d)
-	})
-	api.HandleFunc("GET /api/history/recent", func(w http.ResponseWriter, r *http.Request) {
-		n, err := intParam(r, "n", 20, 1, maxHistoryEvents)
-		if err != nil {
-			httpjson.WriteError(w, err)
-			return
-		}
-		evs, err := s.Recent(r.Context(), n)
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs)})
-	})
-	api.HandleFunc("GET /api/history/range", func(w http.ResponseWriter, r *http.Request) {
-		limit, err := intParam(r, "limit", maxHistoryEvents, 1, maxHistoryEvents)
-		if err != nil {
-			httpjson.WriteError(w, err)
-			return
-		}
-		q := r.URL.Query()
-		evs, truncated, err := s.Range(r.Context(), q.Get("from"), q.Get("to"), limit)
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs), Truncated: truncated})
-	})
-	api.HandleFunc("GET /api/history/search", func(w http.ResponseWriter, r *http.Request) {
-		limit, err := intParam(r, "limit", 20, 1, 200)
-		if err != nil {
-			httpjson.WriteError(w, err)
-			return
-		}
-		q := strings.TrimSpace(r.URL.Query().Get("q"))
-		if q == "" {
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_query", "q must not be empty"))
-			return
-		}
-		res, err := s.Search(r.Context(), q, limit)
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		if res.Hits == nil {
-			res.Hits = []hub.Hit{}
-		}
-		httpjson.Write(w, http.StatusOK, res)
-	})
-	api.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
-		info, err := s.Info(r.Context())
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, struct {
-			hub.Info
-			MCPServers any `json:"mcp_servers,omitempty"`
-		}{info, mcpServers(o)})
-	})
+	api.Handle("POST /api/cancel", apiFunc(h.cancel))
+	api.Handle("POST /api/reset", apiFunc(h.reset))
+	api.Handle("POST /api/approvals/{id}", apiFunc(h.decide))
+	api.Handle("GET /api/history/recent", apiFunc(h.recent))
+	api.Handle("GET /api/history/range", apiFunc(h.historyRange))
+	api.Handle("GET /api/history/search", apiFunc(h.search))
+	api.Handle("GET /api/session", apiFunc(h.session))
 	if o.Schedules != nil {
 		scheduleRoutes(api, o.Schedules)
 	}
-	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.WriteError(w, httpjson.Errorf(http.StatusNotFound, "not_found", "no such API endpoint: "+r.Method+" "+r.URL.Path))
-	})
+	api.Handle("/api/", apiFunc(notFound))
 
 	mux := http.NewServeMux()
 	ui, _ := fs.Sub(static, "static")
 	mux.Handle("/", securityHeaders(http.FileServerFS(ui)))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		info, err := s.Info(r.Context())
-		if err != nil {
-			httpjson.WriteError(w, httpjson.FromSession(err))
-			return
-		}
-		if info.Storage != "" {
-			// Until a write of the failing part succeeds again.
-			httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": info.Storage, "message": info.StorageError})
-			return
-		}
-		body := map[string]any{"status": "ok"}
-		if servers := mcpServers(o); servers != nil {
-			body["mcp_servers"] = servers // a failed one costs only its tools: still healthy
-		}
-		httpjson.Write(w, http.StatusOK, body)
-	})
+	mux.Handle("GET /healthz", apiFunc(h.health))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	g := &guard{o: o}
 	mux.Handle("/ws", g.protect(api))
@@ -259,176 +148,4 @@ func securityHeaders(h http.Handler) http.Handler {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		h.ServeHTTP(w, r)
 	})
-}
-
-// guard applies the security defaults of DESIGN.md.
-type guard struct{ o Options }
-
-// checkHost refuses Host headers that are not ours: a browser tricked by
-// DNS rebinding sends the attacker's name, and same-origin checks alone
-// would pass because the page's origin is that name too.
-func (g *guard) checkHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.hostAllowed(r.Host) {
-			refuse(w)
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusMisdirectedRequest, "bad_host",
-				"host "+r.Host+" is not served here; add it to server.allowed_hosts"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (g *guard) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.Trim(host, "[]"))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	listen, _, _ := net.SplitHostPort(g.o.Addr)
-	if strings.EqualFold(strings.Trim(listen, "[]"), host) {
-		return true
-	}
-	for _, h := range g.o.AllowedHosts {
-		if strings.EqualFold(h, host) || strings.EqualFold(h, hostport) {
-			return true
-		}
-	}
-	// Listening on every interface we cannot know our names; the required
-	// token (enforced at start-up for non-loopback addresses) protects /ws
-	// and /api/* instead, and a rebinding page never has it.
-	if ip := net.ParseIP(strings.Trim(listen, "[]")); (listen == "" || (ip != nil && ip.IsUnspecified())) && g.o.Token != "" {
-		return true
-	}
-	return false
-}
-
-// protect checks Origin and the token for /ws and /api/*.
-func (g *guard) protect(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, r.Host) {
-			refuse(w)
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusForbidden, "bad_origin",
-				"origin "+origin+" is not allowed; add it to server.allowed_origins"))
-			return
-		}
-		if g.o.Token != "" && !tokenOK(r, g.o.Token) {
-			refuse(w)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="frontdesk"`)
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusUnauthorized, "unauthorized",
-				"a valid token is required: send Authorization: Bearer <token> or ?token=<token>"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// refuse marks a response that turns a request away unread: the
-// connection closes after it, and nothing more is read from it. net/http
-// would otherwise drain the rest of the body first (Connection: close alone
-// does not stop that), and a client sending it one byte at a time could
-// hold a refused connection for as long as the body deadline allows.
-func refuse(w http.ResponseWriter) {
-	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-}
-
-func (g *guard) originAllowed(origin, host string) bool {
-	for _, o := range g.o.AllowedOrigins {
-		if strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
-			return true
-		}
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	// Same origin: the page was served by this Host (which checkHost vetted).
-	// The scheme is not compared so a TLS-terminating proxy in front works.
-	return strings.EqualFold(u.Host, host)
-}
-
-// tokenOK reports whether r carries the token: in an Authorization header
-// with the Bearer scheme (in any case, as RFC 7235 has it), or else in the
-// token query parameter.
-func tokenOK(r *http.Request, want string) bool {
-	got := ""
-	if scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		got = strings.TrimLeft(cred, " ")
-	} else {
-		got = r.URL.Query().Get("token")
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-// sessionCollector reports the session's state, asking the hub once per scrape.
-type sessionCollector struct {
-	s                       Session
-	subs, lastSeq, busy, up *prometheus.Desc
-	storageOK               *prometheus.Desc
-	turns, resets, slow     *prometheus.Desc
-	rejected                *prometheus.Desc
-}
-
-func newSessionCollector(s Session) *sessionCollector {
-	return &sessionCollector{
-		s:       s,
-		subs:    prometheus.NewDesc("frontdesk_subscribers", "Clients subscribed to the session stream.", nil, nil),
-		lastSeq: prometheus.NewDesc("frontdesk_last_seq", "Sequence number of the newest event.", nil, nil),
-		busy:    prometheus.NewDesc("frontdesk_busy", "1 while a turn is running.", nil, nil),
-		up:      prometheus.NewDesc("frontdesk_session_up", "1 while the session hub answers.", nil, nil),
-		storageOK: prometheus.NewDesc("frontdesk_storage_ok", "1 while the session's writes succeed; 0 from a failed write of the chat log "+
-			"or a memory file until that part is written again (/healthz says what failed).", nil, nil),
-		turns:    prometheus.NewDesc("frontdesk_turns_total", "Turns ended, by turn_end status.", []string{"status"}, nil),
-		resets:   prometheus.NewDesc("frontdesk_resets_total", "Resets, by reason.", []string{"reason"}, nil),
-		slow:     prometheus.NewDesc("frontdesk_slow_consumers_dropped_total", "Clients dropped for falling too far behind.", nil, nil),
-		rejected: prometheus.NewDesc("frontdesk_inputs_rejected_busy_total", "Inputs answered busy (busy_policy reject).", nil, nil),
-	}
-}
-
-func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.subs
-	ch <- c.lastSeq
-	ch <- c.busy
-	ch <- c.up
-	ch <- c.storageOK
-	ch <- c.turns
-	ch <- c.resets
-	ch <- c.slow
-	ch <- c.rejected
-}
-
-func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
-	info, err := c.s.Info(context.Background())
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		return
-	}
-	busy := 0.0
-	if info.Busy {
-		busy = 1
-	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(c.subs, prometheus.GaugeValue, float64(info.Subscribers))
-	ch <- prometheus.MustNewConstMetric(c.lastSeq, prometheus.GaugeValue, float64(info.LastSeq))
-	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, busy)
-	storageOK := 1.0
-	if info.Storage != "" {
-		storageOK = 0
-	}
-	ch <- prometheus.MustNewConstMetric(c.storageOK, prometheus.GaugeValue, storageOK)
-	for status, n := range info.Counters.Turns {
-		ch <- prometheus.MustNewConstMetric(c.turns, prometheus.CounterValue, float64(n), status)
-	}
-	for reason, n := range info.Counters.Resets {
-		ch <- prometheus.MustNewConstMetric(c.resets, prometheus.CounterValue, float64(n), reason)
-	}
-	ch <- prometheus.MustNewConstMetric(c.slow, prometheus.CounterValue, float64(info.Counters.SlowConsumers))
-	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(info.Counters.Rejected))
 }

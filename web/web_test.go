@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,16 +105,46 @@ func TestUIAndHealth(t *testing.T) {
 	if r.status != 200 || !strings.Contains(r.raw, "<html") || r.header.Get("Content-Security-Policy") == "" {
 		t.Fatalf("GET / = %d (CSP %q): %.100s", r.status, r.header.Get("Content-Security-Policy"), r.raw)
 	}
-	for _, path := range []string{"/app.js", "/style.css"} {
-		if r := do(t, request(t, "GET", e.srv.URL+path, "")); r.status != 200 {
-			t.Errorf("GET %s = %d", path, r.status)
-		}
+	if r := do(t, request(t, "GET", e.srv.URL+"/style.css", "")); r.status != 200 {
+		t.Errorf("GET /style.css = %d", r.status)
 	}
+	checkModules(t, e.srv.URL, r.raw)
 	if r := do(t, request(t, "GET", e.srv.URL+"/healthz", "")); r.status != 200 || r.body["status"] != "ok" {
 		t.Fatalf("/healthz = %d %s", r.status, r.raw)
 	}
 	if r := do(t, request(t, "GET", e.srv.URL+"/metrics", "")); r.status != 200 || !strings.Contains(r.raw, "frontdesk_session_up 1") {
 		t.Fatalf("/metrics = %d: %.200s", r.status, r.raw)
+	}
+}
+
+// checkModules follows the UI's ES modules from the page's module script
+// through every import: each must be served, as text/javascript (browsers
+// refuse a module script of another type), under the page's CSP.
+func checkModules(t *testing.T, base, page string) {
+	t.Helper()
+	entry := regexp.MustCompile(`<script type="module" src="/([a-z-]+\.js)"></script>`).FindStringSubmatch(page)
+	if entry == nil {
+		t.Fatalf("no module script in the page:\n%s", page)
+	}
+	imports := regexp.MustCompile(`(?m)^import [^;]* from '\./([a-z-]+\.js)';$`)
+	seen := map[string]bool{}
+	for todo := []string{entry[1]}; len(todo) > 0; {
+		name := todo[0]
+		todo = todo[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		r := do(t, request(t, "GET", base+"/"+name, ""))
+		if ct := r.header.Get("Content-Type"); r.status != 200 || !strings.HasPrefix(ct, "text/javascript") {
+			t.Fatalf("GET /%s = %d, Content-Type %q; want 200 text/javascript", name, r.status, ct)
+		}
+		for _, m := range imports.FindAllStringSubmatch(r.raw, -1) {
+			todo = append(todo, m[1])
+		}
+	}
+	if len(seen) < 5 || !seen["core.js"] || !seen["markdown.js"] {
+		t.Fatalf("modules reached from the page: %v; want the whole UI (core.js, markdown.js, …)", seen)
 	}
 }
 
@@ -344,7 +375,7 @@ func TestUICore(t *testing.T) {
 		}
 		t.Skip("node not installed")
 	}
-	out, err := exec.Command(node, "--test", "uitest/core.test.js").CombinedOutput()
+	out, err := exec.Command(node, "--test", "uitest/core.test.mjs").CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}

@@ -338,18 +338,6 @@ func wake(ch chan struct{}) {
 	}
 }
 
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // removeFile deletes path and syncs its directory, so that the deletion
 // survives a crash (a resurrected outbox file would be sent twice).
 func removeFile(path string) error {

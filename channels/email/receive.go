@@ -19,6 +19,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // authError is a login the server refused: retried slowly, reported once.
@@ -56,7 +57,7 @@ func (c *Channel) receive(ctx context.Context) error {
 			c.log.Log(ctx, level, "cannot write the email spool; new mail stays unread on the server and is fetched again",
 				"dir", c.spool.dir, "err", err, "retry_in", wait.Round(time.Millisecond))
 			c.spoolReported = true
-			if !sleep(ctx, wait) {
+			if !ctxsleep.Sleep(ctx, wait) {
 				return nil
 			}
 			continue
@@ -82,7 +83,7 @@ func (c *Channel) receive(ctx context.Context) error {
 			wait = bo.next()
 			c.log.Warn("IMAP connection failed; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond))
 		}
-		if !sleep(ctx, wait) {
+		if !ctxsleep.Sleep(ctx, wait) {
 			return nil
 		}
 	}
@@ -264,18 +265,11 @@ func lastUID(cl *imapclient.Client, sel *imap.SelectData) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fetch the last UID: %w", err)
 	}
-	var max uint32
+	var last uint32
 	for _, m := range msgs {
-		max = max32(max, uint32(m.UID))
+		last = max(last, uint32(m.UID))
 	}
-	return max, nil
-}
-
-func max32(a, b uint32) uint32 {
-	if a > b {
-		return a
-	}
-	return b
+	return last, nil
 }
 
 // meta is what the first FETCH tells about a new message.
@@ -490,7 +484,7 @@ func (c *Channel) handle(ctx context.Context, cl *imapclient.Client, st *mailbox
 
 // advance moves the cursor past uid and remembers key, durably.
 func (c *Channel) advance(st *mailboxState, uid uint32, key string) error {
-	st.LastUID = max32(st.LastUID, uid)
+	st.LastUID = max(st.LastUID, uid)
 	st.remember(key)
 	if err := c.spool.saveState(); err != nil {
 		return &spoolError{fmt.Errorf("save email state: %w", err)}

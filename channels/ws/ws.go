@@ -21,6 +21,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 )
 
@@ -139,7 +140,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			http.Error(w, `{"code":"bad_request","message":"since must be a non-negative integer"}`, http.StatusBadRequest)
+			httpjson.WriteError(w, httpjson.Errorf(http.StatusBadRequest, "bad_since", "since must be a non-negative integer"))
 			return
 		}
 		since = n

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -550,5 +551,23 @@ func TestManyClientsConcurrently(t *testing.T) {
 		if ref[i] != ref[i-1]+1 {
 			t.Fatalf("gap in the shared stream: %d after %d", ref[i], ref[i-1])
 		}
+	}
+}
+
+// A bad since is refused before the upgrade with the JSON error every
+// endpoint uses, not hand-made JSON sent as text/plain.
+func TestBadSinceIsJSONError(t *testing.T) {
+	s := start(t, hub.Config{}, ws.Options{}, &agent.Demo{})
+	resp, err := http.Get("http" + strings.TrimPrefix(s.url, "ws") + "/?since=-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Code, Message string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || body.Code != "bad_since" {
+		t.Errorf("got %d %q %+v; want 400 application/json bad_since", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }

@@ -1,5 +1,7 @@
-const assert = require('assert');
-const Core = require('../static/app.js');
+// Tests of the protocol reducer (web/static/core.js): replay, dedupe, busy
+// tracking, pending messages. Run by TestUICore (web/web_test.go).
+import assert from 'node:assert';
+import * as Core from '../static/core.js';
 const ev = (seq, type, turn, data) => ({ seq, ts: '2026-11-22T10:00:00.000Z', type, turn, data });
 const frame = (s, f) => Core.reduce(s, { type: 'frame', frame: f });
 const connect = (s, info, events, gapless = true) => {

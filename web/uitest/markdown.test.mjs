@@ -1,7 +1,7 @@
-// Tests of the Markdown renderer in app.js (Core.markdown): what it renders,
+// Tests of the Markdown renderer (web/static/markdown.js): what it renders,
 // and that hostile input can never become markup, a handler or a bad link.
-const assert = require('assert');
-const Core = require('../static/app.js');
+import assert from 'node:assert';
+import * as Markdown from '../static/markdown.js';
 
 // The tree as compact HTML-ish text, so expectations read like the output.
 // Text is escaped, so a "<" that shows up unescaped would be a real element.
@@ -14,7 +14,7 @@ function html(nodes) {
     return '<' + n.tag + attrs + '>' + html(n.children || []) + '</' + n.tag + '>';
   }).join('');
 }
-const md = (src) => html(Core.markdown(src));
+const md = (src) => html(Markdown.render(src));
 const A = (href, text) => '<a href="' + href + '" rel="noopener noreferrer" target="_blank">' + text + '</a>';
 
 const cases = [
@@ -94,7 +94,7 @@ for (const [url, ok] of [
   ['javascript:alert(1)', false], [' javascript:alert(1)', false], ['java\nscript:alert(1)', false],
   ['\u0001https://e.com', false], ['data:text/html,x', false], ['//evil.com', false], ['/relative', false],
   ['https://e.com/"><script>', false], ['https:', false], ['https:///x', false], ['mailto:', false],
-]) assert.strictEqual(Core.safeHref(url) !== null, ok, 'safeHref(' + JSON.stringify(url) + ')');
+]) assert.strictEqual(Markdown.safeHref(url) !== null, ok, 'safeHref(' + JSON.stringify(url) + ')');
 
 // Invariants over generated input: any mix of Markdown-significant
 // characters renders without throwing, quickly, to allowed tags and
@@ -107,7 +107,7 @@ function check(nodes, src) {
     assert(TAGS.has(n.tag), 'tag ' + n.tag + ' from ' + JSON.stringify(src));
     for (const k of Object.keys(n.attrs || {})) assert((ATTRS[n.tag] || []).includes(k), 'attr ' + k + ' on ' + n.tag);
     if (n.tag === 'a') {
-      assert(Core.safeHref(n.attrs.href), 'unsafe href ' + n.attrs.href);
+      assert(Markdown.safeHref(n.attrs.href), 'unsafe href ' + n.attrs.href);
       assert.strictEqual(n.attrs.rel, 'noopener noreferrer');
       assert.strictEqual(n.attrs.target, '_blank');
     }
@@ -122,14 +122,14 @@ for (let round = 0; round < 3000; round++) {
   let src = '';
   const len = 1 + rand(40);
   for (let i = 0; i < len; i++) src += alphabet[rand(alphabet.length)];
-  check(Core.markdown(src), src);
+  check(Markdown.render(src), src);
 }
 
 // Pathological input stays fast and shallow.
 for (const src of ['*'.repeat(50000), '*a '.repeat(20000), '>'.repeat(5000) + ' deep', '- '.repeat(3000) + 'x',
   '['.repeat(20000), '`'.repeat(20000), 'https://e.com/' + '('.repeat(3000), '_a '.repeat(10000) + 'b_'.repeat(10000)]) {
   const t0 = Date.now();
-  const tree = Core.markdown(src);
+  const tree = Markdown.render(src);
   const ms = Date.now() - t0;
   assert(ms < 2000, 'took ' + ms + ' ms for ' + JSON.stringify(src.slice(0, 20)) + '…');
   check(tree, src.slice(0, 20));

@@ -1,8 +1,8 @@
-// Tests of the history part of the core (app.js): scroll-back pages
+// Tests of the history part of the core (web/static/history.js via core.js): scroll-back pages
 // prepended and deduplicated, the archive window after a far jump, search
 // state, and the pure helpers the view uses (highlight, day dividers).
-const assert = require('assert');
-const Core = require('../static/app.js');
+import assert from 'node:assert';
+import * as Core from '../static/core.js';
 
 const ev = (seq, type, turn, data, ts) => ({ seq, ts: ts || '2026-11-22T10:00:00.000Z', type, turn, data: data || {} });
 const frame = (s, f) => Core.reduce(s, { type: 'frame', frame: f });

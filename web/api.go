@@ -1,0 +1,147 @@
+package web
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+)
+
+// apiFunc is an API handler that returns its error instead of writing it:
+// ServeHTTP writes it in the one way every endpoint shares (the session's
+// errors mapped by httpjson.FromSession, anything else a logged 500).
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (f apiFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := f(w, r); err != nil {
+		httpjson.WriteError(w, httpjson.FromSession(err))
+	}
+}
+
+// apiHandlers are the JSON endpoints of /api and /healthz.
+type apiHandlers struct {
+	s Session
+	o Options
+}
+
+func (h *apiHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
+	ok, err := h.s.Cancel(r.Context())
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": ok})
+	return nil
+}
+
+func (h *apiHandlers) reset(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.s.Reset(r.Context(), hub.ResetManual)
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, d)
+	return nil
+}
+
+func (h *apiHandlers) decide(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Decision string `json:"decision"`
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 4096))
+	if err == nil {
+		err = strictjson.Unmarshal(b, &body)
+	}
+	if err != nil {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_json", `send {"decision":"approve"} or {"decision":"deny"}: `+err.Error())
+	}
+	d, err := h.s.Decide(r.Context(), r.PathValue("id"), body.Decision, "api")
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, d)
+	return nil
+}
+
+func (h *apiHandlers) recent(w http.ResponseWriter, r *http.Request) error {
+	n, err := intParam(r, "n", 20, 1, maxHistoryEvents)
+	if err != nil {
+		return err
+	}
+	evs, err := h.s.Recent(r.Context(), n)
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs)})
+	return nil
+}
+
+func (h *apiHandlers) historyRange(w http.ResponseWriter, r *http.Request) error {
+	limit, err := intParam(r, "limit", maxHistoryEvents, 1, maxHistoryEvents)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	evs, truncated, err := h.s.Range(r.Context(), q.Get("from"), q.Get("to"), limit)
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs), Truncated: truncated})
+	return nil
+}
+
+func (h *apiHandlers) search(w http.ResponseWriter, r *http.Request) error {
+	limit, err := intParam(r, "limit", 20, 1, 200)
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if q == "" {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_query", "q must not be empty")
+	}
+	res, err := h.s.Search(r.Context(), q, limit)
+	if err != nil {
+		return err
+	}
+	if res.Hits == nil {
+		res.Hits = []hub.Hit{}
+	}
+	httpjson.Write(w, http.StatusOK, res)
+	return nil
+}
+
+func (h *apiHandlers) session(w http.ResponseWriter, r *http.Request) error {
+	info, err := h.s.Info(r.Context())
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, struct {
+		hub.Info
+		MCPServers any `json:"mcp_servers,omitempty"`
+	}{info, mcpServers(h.o)})
+	return nil
+}
+
+// health is /healthz: 503 while shutting down or while a part of the
+// session's storage cannot be written (until a write of it succeeds again).
+func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
+	info, err := h.s.Info(r.Context())
+	if err != nil {
+		return err
+	}
+	if info.Storage != "" {
+		httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": info.Storage, "message": info.StorageError})
+		return nil
+	}
+	body := map[string]any{"status": "ok"}
+	if servers := mcpServers(h.o); servers != nil {
+		body["mcp_servers"] = servers // a failed one costs only its tools: still healthy
+	}
+	httpjson.Write(w, http.StatusOK, body)
+	return nil
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) error {
+	return httpjson.Errorf(http.StatusNotFound, "not_found", "no such API endpoint: "+r.Method+" "+r.URL.Path)
+}

@@ -1,0 +1,71 @@
+// dom.js — owns the page's elements by id (el), the one element factory h()
+// (text only ever through textContent) and how times and days are written.
+// A leaf: imports nothing; every other view module uses it.
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  conn: $('conn'), connText: $('conn-text'), retry: $('retry'),
+  main: $('conversation'), log: $('log'), pending: $('pending'), empty: $('empty'),
+  jump: $('jump'), status: $('statusline'), statusText: $('status-text'),
+  announcer: $('announcer'), form: $('composer'), input: $('message'), send: $('send'),
+  cancel: $('cancel'), note: $('composer-note'), reason: $('composer-reason'),
+  auth: $('auth'), authForm: $('auth-form'), authInput: $('auth-token'), authError: $('auth-error'),
+  reset: $('reset'), resetDialog: $('reset-dialog'), resetConfirm: $('reset-confirm'), resetKeep: $('reset-keep'),
+  older: $('older'), olderText: $('older-text'), olderLoad: $('older-load'),
+  newer: $('newer'), newerText: $('newer-text'), newerLoad: $('newer-load'),
+  archiveBar: $('archive-bar'), archiveText: $('archive-text'), archiveBack: $('archive-back'),
+  searchOpen: $('search-open'), search: $('search'), searchInput: $('search-input'), searchClose: $('search-close'),
+  searchPanel: $('search-panel'), searchStatus: $('search-status'), searchRetry: $('search-retry'), searchResults: $('search-results'),
+};
+
+function h(tag, className, text) {
+  const n = document.createElement(tag);
+  if (className) n.className = className;
+  if (text !== undefined) n.textContent = text; // text only, always
+  return n;
+}
+
+function timeOf(ts) {
+  const d = new Date(ts);
+  return isNaN(d) ? null : d;
+}
+
+function timeEl(ts) {
+  const d = timeOf(ts);
+  const t = h('time', 'when', d ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '');
+  if (d) { t.dateTime = d.toISOString(); t.title = d.toLocaleString(); }
+  return t;
+}
+
+// Days in local time: a key to compare, and the words for a divider or a search hit.
+const dayKeyOf = (d) => d.getFullYear() + '-' + (d.getMonth() + 1) + '-' + d.getDate();
+const dayKeys = new Map(); // ts → day key: withDays asks for every item on every render
+function dayKey(ts) {
+  let k = dayKeys.get(ts);
+  if (k === undefined) {
+    const d = timeOf(ts);
+    k = d ? dayKeyOf(d) : null;
+    if (dayKeys.size > 50000) dayKeys.clear();
+    dayKeys.set(ts, k);
+  }
+  return k;
+}
+function relDay(d, short) {
+  const now = new Date();
+  if (dayKeyOf(d) === dayKeyOf(now)) return 'Today';
+  const y = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
+  if (dayKeyOf(d) === dayKeyOf(y)) return 'Yesterday';
+  const opts = short ? { weekday: 'short', day: 'numeric', month: 'short' } : { weekday: 'long', day: 'numeric', month: 'long' };
+  if (d.getFullYear() !== now.getFullYear()) opts.year = 'numeric';
+  return d.toLocaleDateString([], opts);
+}
+function whenLabel(ts) {
+  const d = timeOf(ts);
+  return d ? relDay(d, true) + ', ' + d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '';
+}
+
+function clip(s, n) {
+  return s.length > n ? s.slice(0, n) + '\n… (' + (s.length - n) + ' more characters)' : s;
+}
+
+export { el, h, timeOf, timeEl, dayKeyOf, dayKey, relDay, whenLabel, clip };

@@ -1,0 +1,143 @@
+// items.js — owns the conversation's items: how one event of the protocol
+// (user, delta, tool_call, assistant, turn_end, notice, reset, approval_…)
+// becomes or updates an item of a view ({kind, key, rev, …}), and the words
+// shown for channels, turn ends and resets. Pure: no DOM, no I/O. core.js
+// uses it for the live view, history.js for pages of older history, so both
+// look alike. A new event type that shows in the conversation starts here.
+
+// An idle loader of a page of history (see history.js).
+const idleLoad = () => ({ loading: false, error: '', acc: null, start: 0 });
+
+// ── helpers ──
+// newItem adds an item to view v (the live state itself, an archive, or a
+// page being built); keys come from s so they never collide across views.
+function newItem(s, v, kind, key, fields) {
+  const it = Object.assign({ kind, key: key || kind + ':' + s.nextKey++, rev: 1 }, fields);
+  v.items.push(it);
+  v.byKey.set(it.key, it);
+  return it;
+}
+const touch = (it) => { it.rev++; return it; };
+
+function setNote(s, kind, text) {
+  s.note = { kind, text, serial: ++s.noteSerial };
+}
+
+function assistantBubble(s, v, ev) {
+  const key = 'a:' + (ev.turn || 'none:' + s.nextKey++);
+  return v.byKey.get(key) ||
+    newItem(s, v, 'assistant', key, { turn: ev.turn, ts: ev.ts, text: '', streaming: false,
+      final: false, partial: false, ended: false });
+}
+
+function channelLabel(d) {
+  const ch = (d && d.channel) || 'unknown';
+  return d && d.from ? ch + ' · ' + d.from : ch;
+}
+
+// The badge style: the built-in channels have their own; any other name a
+// webhook caller chose ("cron", "ci") is "custom".
+function channelKind(ch) {
+  return ['web', 'console', 'email', 'webhook'].includes(ch) ? ch : 'custom';
+}
+
+function turnEndText(d) {
+  const secs = typeof d.duration_ms === 'number' && d.duration_ms >= 100 ? ' after ' + (d.duration_ms / 1000).toFixed(1) + ' s' : '';
+  switch (d.status) {
+    case 'cancelled': return 'Cancelled' + secs + '.';
+    case 'interrupted': return 'Interrupted' + secs + ' (the server stopped while working).';
+    case 'error': return 'Error' + secs + ': ' + (d.error || 'the turn failed.');
+    default: return (d.status || 'Ended') + secs + (d.error ? ': ' + d.error : '.');
+  }
+}
+
+function resetText(d) {
+  const reason = String(d.reason || 'reset').replace(/-/g, ' ');
+  const n = Number(d.kept) || 0;
+  return 'Conversation reset (' + reason + ') — kept ' + n + ' exchange' + (n === 1 ? '' : 's');
+}
+
+// ── history events (they may carry seq) ──
+
+// addItem renders one event into view v: creates or updates its item and
+// returns it (or null). It has no other effect, so the same code builds the
+// live view and pages of older history (historic: never streaming, a tool
+// without a result is not "running"), and both look alike.
+function addItem(s, v, ev, historic) {
+  const d = ev.data || {};
+  const seq = typeof ev.seq === 'number' ? ev.seq : undefined;
+  switch (ev.type) {
+    case 'user':
+      return newItem(s, v, 'user', seq ? 'u:' + seq : null, {
+        seq, turn: ev.turn, ts: ev.ts, channel: d.channel, channelKind: channelKind(d.channel), from: d.from || '',
+        label: channelLabel(d), content: String(d.content ?? ''),
+      });
+    case 'delta': {
+      if (historic) return null;
+      const b = assistantBubble(s, v, ev);
+      if (b.final || b.ended) return null; // a late or repeated chunk; the final text is in
+      b.text += String(d.text ?? '');
+      b.streaming = true;
+      return touch(b);
+    }
+    case 'tool_call': {
+      const key = 't:' + ev.turn + ':' + d.id;
+      const t = v.byKey.get(key) || newItem(s, v, 'tool', key, { seq, turn: ev.turn, ts: ev.ts, output: null, error: '', historic });
+      Object.assign(t, { name: String(d.name ?? 'tool'), args: d.args });
+      return touch(t);
+    }
+    case 'tool_result': {
+      const key = 't:' + ev.turn + ':' + d.id;
+      const t = v.byKey.get(key) || newItem(s, v, 'tool', key, { seq, turn: ev.turn, ts: ev.ts, name: String(d.name ?? 'tool'), args: null, historic });
+      t.output = String(d.output ?? '');
+      t.error = String(d.error ?? '');
+      return touch(t);
+    }
+    case 'assistant': {
+      const b = assistantBubble(s, v, ev);
+      Object.assign(b, { seq, text: String(d.content ?? ''), final: true, streaming: false,
+        partial: !!d.partial, ts: ev.ts });
+      return touch(b);
+    }
+    case 'turn_end': {
+      const b = v.byKey.get('a:' + ev.turn);
+      if (b) { b.streaming = false; b.ended = true; touch(b); }
+      // Tool calls of an ended turn that never got a result are not running any more.
+      for (let i = v.items.length - 1; i >= 0 && i >= v.items.length - 200; i--) {
+        const t = v.items[i];
+        if (t.kind === 'tool' && t.turn === ev.turn && t.output === null && !t.ended) { t.ended = true; touch(t); }
+      }
+      if (d.status && d.status !== 'completed') {
+        return newItem(s, v, 'turn_end', 'e:' + ev.turn + ':' + (seq || s.nextKey++), { seq, turn: ev.turn, ts: ev.ts, status: d.status, text: turnEndText(d) });
+      }
+      return null;
+    }
+    case 'approval_request': {
+      // A tool call waits for a yes or no; any client may answer.
+      const key = 'ap:' + d.id;
+      const a = v.byKey.get(key) || newItem(s, v, 'approval', key, { seq, turn: ev.turn, ts: ev.ts, decision: '', by: '', sent: '' });
+      Object.assign(a, { id: String(d.id ?? ''), tool: String(d.tool ?? 'tool'), server: String(d.server ?? ''), args: d.args });
+      return touch(a);
+    }
+    case 'approval_result': {
+      const a = v.byKey.get('ap:' + d.id);
+      if (!a) return null; // its request is in an older page
+      Object.assign(a, { decision: String(d.decision ?? ''), by: String(d.by ?? '') });
+      return touch(a);
+    }
+    case 'notice':
+      return newItem(s, v, 'notice', seq ? 'n:' + seq : null, { seq, ts: ev.ts, text: String(d.text ?? '') });
+    case 'reset':
+      // Live, the view was cleared first and this is its first item; in a
+      // page of history it divides what came before the reset from after.
+      return newItem(s, v, 'reset', seq ? 'r:' + seq : null, { seq, ts: ev.ts, text: resetText(d) });
+    default:
+      return null; // status, and unknown types (a newer server must not break us)
+  }
+}
+
+const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
+const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice', 'reset', 'approval_request', 'approval_result']);
+
+export { idleLoad, newItem, touch, setNote, assistantBubble, channelLabel, channelKind, turnEndText, resetText,
+  addItem, hasSeq, PERSISTED };

@@ -1,0 +1,196 @@
+// shell.js — owns the outside world of the page: the one WebSocket (connect,
+// backoff, close codes), the token (localStorage), HTTP requests the core
+// asks for (s.requests), and the one state object with dispatch(), the only
+// way to change it. No DOM: the view registers hooks.changed (called after
+// every change, to render) and hooks.askToken (to show the token form).
+
+import * as Core from './core.js';
+
+const TOKEN_KEY = 'frontdesk.token';
+// Client-side guard for server.max_message_bytes: the server announces its
+// limit in `connected`; 64 KiB (the default) until then.
+const DEFAULT_MAX_FRAME_BYTES = 65536;
+
+const state = Core.initialState();
+const net = {
+  ws: null,
+  attempts: 0,            // failed attempts since the last `connected`; drives the backoff
+  retryTimer: null,
+  retryAt: 0,
+  serverRestarting: false, // last close was 1001
+  authNeeded: false,       // token form is up; no retries until it is answered
+  tokenRejected: false,
+  everConnected: false,
+};
+
+// localStorage may be unavailable (private mode, disabled storage): keep the token in memory then.
+let memToken = '';
+const getToken = () => { try { return localStorage.getItem(TOKEN_KEY) || ''; } catch { return memToken; } };
+const setToken = (t) => { memToken = t; try { t ? localStorage.setItem(TOKEN_KEY, t) : localStorage.removeItem(TOKEN_KEY); } catch { /* memory only */ } };
+
+// The view's hooks: changed() after every change of state or net (it
+// renders, coalesced), askToken() when the server wants a token.
+const hooks = { changed() {}, askToken() {} };
+const changed = () => hooks.changed();
+
+function dispatch(action) {
+  Core.reduce(state, action);
+  drainOutbox();
+  drainRequests();
+  changed();
+}
+
+// ── history over HTTP: the core asks (state.requests), we fetch and report back ──
+function drainRequests() {
+  while (state.requests.length) runRequest(state.requests.shift());
+}
+
+function runRequest(req) {
+  const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
+  if (req.kind === 'search') {
+    apiGet('/api/history/search', { q: req.q, limit: req.limit })
+      .then((b) => dispatch({ type: 'search-results', req, hits: b.hits, mode: b.mode, broad: b.broad }), failed);
+    return;
+  }
+  apiGet('/api/history/range', { from: req.from, to: req.to, limit: req.limit })
+    .then((b) => dispatch({ type: 'history-loaded', req, events: b.events, truncated: b.truncated }), failed);
+}
+
+// apiGet fetches a JSON endpoint with the token; errors become one sentence.
+async function apiGet(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
+  const token = getToken();
+  let res;
+  try {
+    res = await fetch(path + '?' + q, { headers: token ? { Authorization: 'Bearer ' + token } : {}, cache: 'no-store',
+      signal: AbortSignal.timeout ? AbortSignal.timeout(30000) : undefined });
+  } catch {
+    throw new Error(navigator.onLine ? 'the server did not answer' : 'no network');
+  }
+  if (res.status === 401) {
+    askForToken();
+    throw new Error('an access token is needed');
+  }
+  let body = null;
+  try { body = await res.json(); } catch { /* not JSON */ }
+  if (!res.ok) throw new Error((body && body.message) || 'the server answered ' + res.status);
+  return body || {};
+}
+
+// The server refused our token on the API: the same prompt as for /ws.
+function askForToken() {
+  if (net.authNeeded) return;
+  const had = !!getToken();
+  net.authNeeded = true;
+  net.tokenRejected = had;
+  if (had) setToken('');
+  hooks.askToken();
+  changed();
+}
+
+function drainOutbox() {
+  while (state.outbox.length) {
+    const frame = state.outbox.shift();
+    if (!net.ws || net.ws.readyState !== WebSocket.OPEN) break; // the close handler re-queues messages
+    try { net.ws.send(JSON.stringify(frame)); } catch { /* closing; handled by onclose */ }
+  }
+  state.outbox.length = 0;
+}
+
+function wsURL() {
+  const q = new URLSearchParams();
+  const since = Core.sinceParam(state);
+  if (since !== null) q.set('since', String(since));
+  const token = getToken();
+  if (token) q.set('token', token);
+  const qs = q.toString();
+  return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws' + (qs ? '?' + qs : '');
+}
+
+function connect() {
+  clearTimeout(net.retryTimer);
+  net.retryTimer = null;
+  if (net.ws || net.authNeeded) return;
+  let ws;
+  try { ws = new WebSocket(wsURL()); } catch { scheduleRetry(); return; }
+  net.ws = ws;
+  let gotConnected = false;
+  ws.onopen = () => { if (net.ws === ws) dispatch({ type: 'socket-open' }); };
+  ws.onmessage = (e) => {
+    if (net.ws !== ws) return;
+    let f;
+    try { f = JSON.parse(e.data); } catch { return; } // not ours to crash on
+    if (f && f.type === 'connected') {
+      gotConnected = true;
+      net.attempts = 0;
+      net.serverRestarting = false;
+      net.tokenRejected = false;
+      net.everConnected = true;
+    }
+    dispatch({ type: 'frame', frame: f });
+  };
+  ws.onclose = (e) => {
+    if (net.ws !== ws) return;
+    net.ws = null;
+    dispatch({ type: 'socket-closed' });
+    onClosed(e, gotConnected);
+  };
+}
+
+async function onClosed(e, gotConnected) {
+  if (!gotConnected) {
+    // A refused upgrade looks like any network failure to the browser (code
+    // 1006), so ask the API whether the token is the reason.
+    const hadToken = !!getToken();
+    if (await sessionUnauthorized(hadToken)) {
+      net.authNeeded = true;
+      net.tokenRejected = hadToken;
+      if (hadToken) setToken(''); // a wrong token is not kept for the next page load
+      hooks.askToken();
+      changed();
+      return;
+    }
+  }
+  if (e.code === 1008 && e.reason === 'slow consumer') {
+    // We fell behind; nothing is wrong with the server. Come back at once (since= fills the gap).
+    scheduleRetry(150 + Math.random() * 250);
+    return;
+  }
+  net.serverRestarting = e.code === 1001;
+  if (net.serverRestarting) net.attempts = 0; // a restart is expected to be quick: start the backoff over
+  scheduleRetry();
+}
+
+async function sessionUnauthorized(withToken) {
+  try {
+    const headers = withToken ? { Authorization: 'Bearer ' + getToken() } : {};
+    const res = await fetch('/api/session', { headers, cache: 'no-store' });
+    return res.status === 401;
+  } catch {
+    return false; // network down: retry as usual
+  }
+}
+
+// Exponential backoff: 0.5 s doubling up to 10 s, ±25 % jitter so that many
+// clients dropped together (a server restart) do not reconnect in lockstep.
+function scheduleRetry(delay) {
+  clearTimeout(net.retryTimer);
+  if (delay === undefined) {
+    delay = Math.min(10000, 500 * 2 ** net.attempts) * (0.75 + Math.random() * 0.5);
+    net.attempts++;
+  }
+  net.retryAt = Date.now() + delay;
+  net.retryTimer = setTimeout(connect, delay);
+  changed();
+}
+
+function retryNow() {
+  net.attempts = 0;
+  connect();
+}
+
+window.addEventListener('online', () => { if (!net.ws) retryNow(); });
+window.addEventListener('offline', changed);
+
+export { state, net, hooks, dispatch, connect, retryNow, getToken, setToken, apiGet, DEFAULT_MAX_FRAME_BYTES };
