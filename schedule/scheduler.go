@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -516,7 +517,10 @@ func (s *Scheduler) run(ctx context.Context, sc Schedule) (retry, ok bool) {
 
 // mail puts the reply of a fired schedule into the email outbox.
 func (s *Scheduler) mail(sc Schedule, o hub.TurnOutcome) {
-	subject := "Reminder: " + shorten(sc.Content, 60)
+	subject := shorten(sc.Content, 70)
+	if !strings.HasPrefix(strings.ToLower(subject), "reminder") {
+		subject = "Reminder: " + subject
+	}
 	body := o.Reply
 	if o.Status != event.StatusCompleted {
 		body = fmt.Sprintf("The scheduled message ran, but its reply ended %s. %s\n\n%s", o.Status, o.Error, o.Reply)
