@@ -34,9 +34,10 @@ func startSchedules(t *testing.T, so schedule.Options) *scheduleEnv {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	m := hub.New(hub.Config{DataDir: dir, Logger: quiet}, lg, &agent.Demo{})
+	var sched *schedule.Scheduler
+	m := hub.New(hub.Config{DataDir: dir, Logger: quiet, Tools: func() []agent.Tool { return sched.Tools() }}, lg, &agent.Demo{})
 	so.DataDir, so.Logger = dir, quiet
-	sched, err := schedule.Open(m, so)
+	sched, err = schedule.Open(m, so)
 	if err != nil {
 		t.Fatal(err)
 	}
