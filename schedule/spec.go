@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -83,7 +84,7 @@ func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
 	if tz == "" {
 		tz = o.TZ.String()
 	} else {
-		l, err := time.LoadLocation(tz)
+		l, err := loadLocation(tz)
 		if err != nil || tz == "Local" {
 			return nil, errorf("bad_tz", "unknown time zone %q: use an IANA name such as Europe/Berlin, America/New_York or UTC", tz)
 		}
@@ -114,9 +115,13 @@ func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
 		if due.IsZero() {
 			return nil, errorf("bad_cron", "cron %q never runs", sp.Cron)
 		}
-		if gap := minGap(cs, now.In(loc), 1000); gap > 0 && gap < o.MinInterval {
-			return nil, errorf("too_frequent", "cron %q runs %s apart; schedules.min_interval_sec allows no less than %s",
-				sp.Cron, gap, o.MinInterval)
+		// Five fields cannot run more often than every minute: only a
+		// larger min_interval_sec needs the runs looked at.
+		if o.MinInterval > time.Minute {
+			if gap := minGap(cs, now.In(loc), 1000); gap > 0 && gap < o.MinInterval {
+				return nil, errorf("too_frequent", "cron %q runs %s apart; schedules.min_interval_sec allows no less than %s",
+					sp.Cron, gap, o.MinInterval)
+			}
 		}
 		sc.Cron, sc.sched = strings.Join(strings.Fields(sp.Cron), " "), cs
 	case sp.InSeconds != 0:
@@ -159,6 +164,29 @@ func parseAt(at string, loc *time.Location) (time.Time, error) {
 		}
 	}
 	return time.Time{}, errorf("bad_time", "at %q is neither RFC 3339 (2026-11-27T09:00:00+01:00) nor a local time (2026-11-27T09:00, read in tz)", at)
+}
+
+// locations caches loaded zones: each time.LoadLocation parses the zone
+// file again, and 10,000 schedules in a handful of zones need a handful
+// of copies.
+var locations = struct {
+	sync.Mutex
+	m map[string]*time.Location
+}{m: map[string]*time.Location{}}
+
+// loadLocation is time.LoadLocation, cached. Safe from any goroutine.
+func loadLocation(name string) (*time.Location, error) {
+	locations.Lock()
+	defer locations.Unlock()
+	if l, ok := locations.m[name]; ok {
+		return l, nil
+	}
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	locations.m[name] = l
+	return l, nil
 }
 
 // newID is a short random id ("s-" and 12 hex digits).

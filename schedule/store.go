@@ -107,7 +107,7 @@ func load(path string) ([]*Schedule, error) {
 		if s == nil || s.ID == "" {
 			return nil, fmt.Errorf("read %s: an entry has no id", path)
 		}
-		if s.loc, err = time.LoadLocation(s.TZ); err != nil {
+		if s.loc, err = loadLocation(s.TZ); err != nil {
 			return nil, fmt.Errorf("read %s: schedule %s: time zone %q: %w", path, s.ID, s.TZ, err)
 		}
 		if s.recurring() {
