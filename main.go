@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-	// The time-zone database, built in (about 450 KB): schedules name
+	// The time-zone database, built in (400 KB): schedules name
 	// zones, and the static binary may run where /usr/share/zoneinfo is
 	// missing (the FROM scratch image).
 	_ "time/tzdata"
