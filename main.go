@@ -148,7 +148,8 @@ func checkExposure(addr, token, tokenEnv string) error {
 	return nil
 }
 
-func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger) (agent.Agent, error) {
+// files (nil for check-config) gives the backends the attachments' bytes.
+func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger, files agent.Files) (agent.Agent, error) {
 	switch a := cfg.Agent; a.Backend {
 	case "openai":
 		o := a.OpenAI
@@ -167,6 +168,8 @@ func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger
 			RequestTimeout:      time.Duration(o.RequestTimeoutSec) * time.Second,
 			MaxToolSteps:        o.MaxToolSteps,
 			ContextBudgetTokens: o.ContextBudgetTokens,
+			Vision:              o.Vision,
+			Files:               files,
 			Logger:              logger,
 		})
 		if err != nil {
@@ -184,7 +187,7 @@ func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger
 				env = append(env, k+"="+v)
 			}
 		}
-		return &agent.Command{Argv: c.Argv, Env: env, Timeout: time.Duration(c.TimeoutSec) * time.Second, Logger: logger}, nil
+		return &agent.Command{Argv: c.Argv, Env: env, Timeout: time.Duration(c.TimeoutSec) * time.Second, Logger: logger, Files: files}, nil
 	}
 	return &agent.Demo{Delay: time.Duration(cfg.Agent.Demo.DelayMS) * time.Millisecond}, nil
 }
@@ -193,7 +196,7 @@ func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger
 // backend answers (a cheap request: the model list, or the program exists).
 func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
-	ag, err := newAgent(cfg, getenv, slog.New(slog.DiscardHandler))
+	ag, err := newAgent(cfg, getenv, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err
 	}

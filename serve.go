@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
@@ -102,6 +104,7 @@ type stores struct {
 	chatLog *history.Log
 	mem     *memory.Store
 	search  *index.Follower
+	files   *attachments.Store
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -127,6 +130,10 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 	if st.mem, err = memory.Open(cfg.Memory.Dir); err != nil {
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
+	}
+	if st.files, err = attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes); err != nil {
+		st.close()
+		return nil, err
 	}
 	var logSeq int64
 	if len(tail) > 0 {
@@ -161,7 +168,11 @@ type app struct {
 
 // wire builds the agent, the hub and every door over st.
 func wire(cfg config.Config, token string, getenv func(string) string, logger *slog.Logger, st *stores) (*app, error) {
-	ag, err := newAgent(cfg, getenv, logger)
+	var files agent.Files
+	if st.files != nil {
+		files = st.files
+	}
+	ag, err := newAgent(cfg, getenv, logger, files)
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +200,14 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Index:           st.search,
 		Tools:           extraTools,
 		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
+		Attachments:     st.files,
+		MaxAttachments:  cfg.Attachments.MaxPerMessage,
 	}, st.chatLog, ag)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.hub.Collectors()...)
 
 	if cfg.Channels.Email.Enabled {
-		if a.mail, err = newEmail(cfg, a.hub, getenv, logger); err != nil {
+		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files); err != nil {
 			return nil, err // it names the channel and the variable to set
 		}
 		registry.MustRegister(a.mail.Collector())
@@ -242,7 +255,10 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		MCP:            mcpHandler,
 		MCPServers:     mcpStates,
 		Registry:       registry,
-		Schedules:      a.sched,
+
+		Attachments:        st.files,
+		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
+		Schedules:          a.sched,
 	})
 	return a, nil
 }
@@ -278,7 +294,7 @@ func newScheduler(cfg config.Config, a *app, logger *slog.Logger) (*schedule.Sch
 // silently not answering mail. It stops before the hub at shutdown, so no
 // mail is handed to a stopping session; what is unanswered waits in
 // <data_dir>/email for the next start.
-func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger) (*email.Channel, error) {
+func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, files *attachments.Store) (*email.Channel, error) {
 	e := cfg.Channels.Email
 	return email.New(h, email.Options{
 		Address: e.Address, AllowFrom: e.AllowFrom, MaxBytes: e.MaxBytes, RatePerHour: e.RatePerHour,
@@ -288,6 +304,7 @@ func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) stri
 		SMTP: email.SMTPOptions{Addr: e.SMTP.Addr, TLS: e.SMTP.TLS, Username: e.SMTP.Username,
 			Password: getenv(e.SMTP.PasswordEnv), PasswordEnv: e.SMTP.PasswordEnv},
 		DataDir: cfg.DataDir, Logger: logger,
+		Attachments: files, MaxAttachments: cfg.Attachments.MaxPerMessage,
 	})
 }
 

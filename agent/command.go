@@ -38,7 +38,11 @@ const DefaultKillGrace = 2 * time.Second
 //	    {"role": "user", "content": "hello", "ts": "2026-11-22T10:00:00.123Z"},
 //	    {"role": "assistant", "content": "Hi! How can I help?", "ts": "2026-11-22T10:00:01.456Z"}
 //	  ],
-//	  "notes": ["Older conversation was consolidated into long-term memory; …"]
+//	  "notes": ["Older conversation was consolidated into long-term memory; …"],
+//	  "attachments": [
+//	    {"sha256": "9f86d0…", "name": "plan.pdf", "type": "application/pdf", "size": 48213,
+//	     "path": "/srv/frontdesk/data/attachments/9f/9f86d0…"}
+//	  ]
 //	}
 //
 // turn is the turn id; channel is web, console, email, webhook or a
@@ -46,7 +50,10 @@ const DefaultKillGrace = 2 * time.Second
 // when the channel has none); content is the input; long_term_memory is
 // Markdown, possibly ""; context is the recent conversation oldest first,
 // without this input (role is "user" or "assistant", ts RFC 3339 UTC);
-// notes are system-level remarks for this turn, possibly [].
+// notes are system-level remarks for this turn, possibly [];
+// attachments are this input's files, possibly [] — path is where the
+// stored file is (read it, never write it; "" when the server keeps no
+// attachments). Context messages carry their attachments' records too.
 type CommandRequest struct {
 	Turn           string           `json:"turn"`
 	Channel        string           `json:"channel"`
@@ -55,26 +62,44 @@ type CommandRequest struct {
 	LongTermMemory string           `json:"long_term_memory"`
 	Context        []CommandMessage `json:"context"`
 	Notes          []string         `json:"notes"`
+	Attachments    []CommandFile    `json:"attachments"`
+}
+
+// CommandFile is an attachment of CommandRequest: its record and the path
+// of the stored file.
+type CommandFile struct {
+	event.Attachment
+	Path string `json:"path"`
 }
 
 // CommandMessage is one message of CommandRequest.Context.
 type CommandMessage struct {
-	Role    string     `json:"role"`
-	Content string     `json:"content"`
-	TS      event.Time `json:"ts"`
+	Role        string             `json:"role"`
+	Content     string             `json:"content"`
+	TS          event.Time         `json:"ts"`
+	Attachments []event.Attachment `json:"attachments,omitempty"`
 }
 
-// NewCommandRequest is the stdin document for req.
-func NewCommandRequest(req Request) CommandRequest {
+// NewCommandRequest is the stdin document for req; files (may be nil)
+// gives the attachments' paths.
+func NewCommandRequest(req Request, files Files) CommandRequest {
 	r := CommandRequest{
 		Turn: req.Turn, Channel: req.Channel, From: req.From, Content: req.Content,
 		LongTermMemory: req.LongTermMemory,
 		Context:        []CommandMessage{},
 		Notes:          append([]string{}, req.Notes...),
+		Attachments:    make([]CommandFile, 0, len(req.Attachments)),
+	}
+	for _, a := range req.Attachments {
+		f := CommandFile{Attachment: a}
+		if files != nil {
+			f.Path = files.Path(a.SHA256)
+		}
+		r.Attachments = append(r.Attachments, f)
 	}
 	for _, e := range req.Context {
 		if m, ok := e.Message(); ok {
-			r.Context = append(r.Context, CommandMessage{Role: string(e.Type), Content: m.Content, TS: e.TS})
+			r.Context = append(r.Context, CommandMessage{Role: string(e.Type), Content: m.Content, TS: e.TS, Attachments: m.Attachments})
 		}
 	}
 	return r
@@ -107,6 +132,8 @@ type Command struct {
 	KillGrace time.Duration
 	// Logger receives the program's stderr lines. Default slog.Default().
 	Logger *slog.Logger
+	// Files gives the paths of attachments in the request. Nil: paths are "".
+	Files Files
 }
 
 var (
@@ -149,7 +176,7 @@ func (c *Command) Run(ctx context.Context, req Request, emit Emitter) (Reply, er
 		return Reply{}, errors.New("the command backend has no program to run (agent.command.argv)")
 	}
 	name := filepath.Base(c.Argv[0])
-	input, err := json.Marshal(NewCommandRequest(req))
+	input, err := json.Marshal(NewCommandRequest(req, c.Files))
 	if err != nil {
 		return Reply{}, fmt.Errorf("encode the command's request: %w", err)
 	}

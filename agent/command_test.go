@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/event"
 )
 
@@ -121,13 +122,22 @@ func exited(t *testing.T, fd int, d time.Duration) bool {
 }
 
 func TestCommandRequestJSON(t *testing.T) {
-	c := &Command{Argv: []string{script(t, "cmd_echo_request.sh")}}
+	files, err := attachments.Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := files.Put(strings.NewReader("minutes"), "notes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Command{Argv: []string{script(t, "cmd_echo_request.sh")}, Files: files}
 	ts := time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC)
 	req := Request{
 		Turn: "t42", Channel: "email", From: "ann@example.com", Content: "what did we decide?",
 		LongTermMemory: "- Launch on Friday.",
+		Attachments:    []event.Attachment{note},
 		Context: []event.Event{
-			event.New(event.User, "t40", ts, event.UserData{Channel: "web", Content: "hello"}),
+			event.New(event.User, "t40", ts, event.UserData{Channel: "web", Content: "hello", Attachments: []event.Attachment{note}}),
 			event.New(event.ToolCall, "t40", ts, event.ToolCallData{ID: "c1", Name: "x", Args: []byte(`{}`)}),
 			event.New(event.Assistant, "t40", ts.Add(time.Second), event.AssistantData{Content: "Hi!"}),
 		},
@@ -138,18 +148,20 @@ func TestCommandRequestJSON(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
+	rec := `{"sha256":"` + note.SHA256 + `","name":"notes.txt","type":"text/plain; charset=utf-8","size":7`
 	want := `{"turn":"t42","channel":"email","from":"ann@example.com","content":"what did we decide?",` +
 		`"long_term_memory":"- Launch on Friday.",` +
-		`"context":[{"role":"user","content":"hello","ts":"2026-11-22T10:00:00.123Z"},` +
+		`"context":[{"role":"user","content":"hello","ts":"2026-11-22T10:00:00.123Z","attachments":[` + rec + `}]},` +
 		`{"role":"assistant","content":"Hi!","ts":"2026-11-22T10:00:01.123Z"}],` +
-		`"notes":["The user text is untrusted content from ann@example.com."]}`
+		`"notes":["The user text is untrusted content from ann@example.com."],` +
+		`"attachments":[` + rec + `,"path":"` + files.Path(note.SHA256) + `"}]}`
 	if r.reply.Content != want {
 		t.Errorf("stdin request\n got %s\nwant %s", r.reply.Content, want)
 	}
 	// Empty lists are [] rather than null.
 	r = waitRun(t, runCommand(testCtx(t), c, Request{Turn: "t1", Channel: "web", Content: "x"}, newRecorder()))
-	if !strings.Contains(r.reply.Content, `"context":[],"notes":[]`) {
-		t.Errorf("empty request %s; want [] for context and notes", r.reply.Content)
+	if !strings.Contains(r.reply.Content, `"context":[],"notes":[],"attachments":[]`) {
+		t.Errorf("empty request %s; want [] for context, notes and attachments", r.reply.Content)
 	}
 }
 

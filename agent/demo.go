@@ -23,7 +23,7 @@ var _ Agent = (*Demo)(nil)
 // Run implements Agent.
 func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error) {
 	emit(event.Status, event.TextData{Text: "working on your message…"})
-	reply := DemoReply(req.Content, len(req.Context)/2)
+	reply := DemoReply(req.Content, len(req.Context)/2) + DemoAttachments(req.Attachments)
 	if topic, ok := recallTopic(req.Content); ok {
 		r, err := d.recall(ctx, req, topic, emit)
 		if err != nil {
@@ -75,6 +75,19 @@ func DemoReply(content string, remembered int) string {
 		"I remember %d earlier %s in this conversation, and every connected client sees this reply stream in word by word. "+
 		"Set agent.backend in config.yaml to use a real model.",
 		quote, n, plural(n, "word", "words"), remembered, plural(remembered, "exchange", "exchanges"))
+}
+
+// DemoAttachments is what the demo agent says about the files it was
+// given: each one's name, type and size, in order; "" for none.
+func DemoAttachments(atts []event.Attachment) string {
+	if len(atts) == 0 {
+		return ""
+	}
+	descs := make([]string, len(atts))
+	for i, a := range atts {
+		descs[i] = a.Describe()
+	}
+	return fmt.Sprintf(" You attached %d %s: %s.", len(atts), plural(len(atts), "file", "files"), strings.Join(descs, ", "))
 }
 
 func plural(n int, one, many string) string {

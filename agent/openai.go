@@ -70,6 +70,13 @@ type OpenAIOptions struct {
 	// ContextBudgetTokens bounds the prompt, estimated as bytes/4.
 	// Default DefaultContextBudgetTokens.
 	ContextBudgetTokens int
+	// Vision sends the images of the input (and of the newest earlier
+	// message that has some) as image content parts; false only names
+	// them in text. It needs Files.
+	Vision bool
+	// Files reads attachments: text files go inline, images (Vision) as
+	// data: URLs. Nil: attachments are only named.
+	Files Files
 	// HTTPClient makes the requests. Default: a client of its own with no
 	// overall timeout (replies stream for as long as they take).
 	HTTPClient *http.Client

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"encoding/base64"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -25,6 +27,7 @@ func estimateTokens(s string) int { return (len(s)+3)/4 + perMessageTokens }
 type chatMessage struct {
 	assistant bool
 	text      string
+	atts      []event.Attachment // a user message's attachments
 }
 
 // conversation turns the chat ring into messages: user events become user
@@ -36,9 +39,9 @@ func conversation(evs []event.Event) []chatMessage {
 	for _, e := range evs {
 		m, ok := e.Message()
 		switch {
-		case !ok || m.Content == "":
+		case !ok || (m.Content == "" && len(m.Attachments) == 0):
 		case e.Type == event.User:
-			out = append(out, chatMessage{text: userText(m.Channel, m.From, m.Content)})
+			out = append(out, chatMessage{text: userText(m.Channel, m.From, m.Content), atts: m.Attachments})
 		default:
 			out = append(out, chatMessage{assistant: true, text: m.Content})
 		}
@@ -93,16 +96,19 @@ func (o *OpenAI) messages(req Request) []openai.ChatCompletionMessageParamUnion 
 			break
 		}
 	}
-	input := userText(req.Channel, req.From, req.Content)
+	// Text files of this input are given inline within their budget; the
+	// context's attachments are only named (see recentImages for images).
+	budget := textTurnBytes
+	input := userText(req.Channel, req.From, req.Content) + attachmentText(req.Attachments, o.opts.Files, &budget, o.vision())
 	hist := conversation(req.Context)
 
 	// The note's cost is reserved up front so that adding it cannot
 	// overflow the budget.
 	used := estimateTokens(systemText(o.opts.SystemPrompt, append(req.Notes[:len(req.Notes):len(req.Notes)], note), req.LongTermMemory)) +
-		estimateTokens(input)
+		estimateTokens(input) + o.imageTokens(req.Attachments)
 	start := len(hist)
 	for start > 0 {
-		cost := estimateTokens(hist[start-1].text)
+		cost := estimateTokens(hist[start-1].text) + perMessageTokens*len(hist[start-1].atts)
 		if used+cost > o.opts.ContextBudgetTokens {
 			break
 		}
@@ -116,17 +122,105 @@ func (o *OpenAI) messages(req Request) []openai.ChatCompletionMessageParamUnion 
 	if start > 0 {
 		notes = append(notes[:len(notes):len(notes)], note)
 	}
+	resend := o.recentImages(hist[start:], used)
 
 	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(hist)-start+2)
 	if sys := systemText(o.opts.SystemPrompt, notes, req.LongTermMemory); sys != "" {
 		msgs = append(msgs, openai.SystemMessage(sys))
 	}
-	for _, m := range hist[start:] {
-		if m.assistant {
+	for i, m := range hist[start:] {
+		switch {
+		case m.assistant:
 			msgs = append(msgs, openai.AssistantMessage(m.text))
-		} else {
-			msgs = append(msgs, openai.UserMessage(m.text))
+		case i == resend:
+			msgs = append(msgs, o.userMessage(m.text+attachmentText(m.atts, nil, nil, true), m.atts))
+		default:
+			msgs = append(msgs, o.userMessage(m.text+attachmentText(m.atts, nil, nil, false), nil))
 		}
 	}
-	return append(msgs, openai.UserMessage(input))
+	return append(msgs, o.userMessage(input, req.Attachments))
+}
+
+// imageTokens is the estimated cost of sending atts' images (vision on):
+// providers count an image as hundreds to a few thousand tokens.
+const imageTokens = 1000
+
+func (o *OpenAI) imageTokens(atts []event.Attachment) int {
+	if !o.vision() {
+		return 0
+	}
+	n := 0
+	for _, a := range atts {
+		if a.Image() {
+			n += imageTokens
+		}
+	}
+	return n
+}
+
+// vision reports whether images go to the model as images.
+func (o *OpenAI) vision() bool { return o.opts.Vision && o.opts.Files != nil }
+
+// recentImages picks the one earlier user message whose images are sent
+// again (vision on): the newest in the kept conversation that has images,
+// if they fit the budget. A follow-up ("and the left corner?") still sees
+// the picture; older images are only named, so a long conversation does
+// not resend every picture on every turn. -1: none.
+func (o *OpenAI) recentImages(hist []chatMessage, used int) int {
+	if !o.vision() {
+		return -1
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		if cost := o.imageTokens(hist[i].atts); cost > 0 {
+			if used+cost > o.opts.ContextBudgetTokens {
+				return -1
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// userMessage is a user message of text, followed by the images among
+// atts as image content parts (base64 data: URLs) when vision is on. An
+// image that cannot be read is named in a text part instead. Without
+// images it is a plain text message, which every server takes.
+func (o *OpenAI) userMessage(text string, atts []event.Attachment) openai.ChatCompletionMessageParamUnion {
+	var parts []openai.ChatCompletionContentPartUnionParam
+	if o.vision() {
+		for _, a := range atts {
+			if !a.Image() {
+				continue
+			}
+			url, err := dataURL(o.opts.Files, a)
+			if err != nil {
+				parts = append(parts, openai.TextContentPart(fmt.Sprintf("[image %q could not be read: %v]", a.Name, err)))
+				continue
+			}
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url}))
+		}
+	}
+	if len(parts) == 0 {
+		return openai.UserMessage(text)
+	}
+	return openai.UserMessage(append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...))
+}
+
+// dataURL is the image a as a data: URL.
+func dataURL(files Files, a event.Attachment) (string, error) {
+	f, _, err := files.Open(a.SHA256)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var b strings.Builder
+	b.WriteString("data:" + a.Type + ";base64,")
+	enc := base64.NewEncoder(base64.StdEncoding, &b)
+	if _, err := io.Copy(enc, f); err != nil {
+		return "", err
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }

@@ -39,6 +39,8 @@ type Config struct {
 	MCP      MCP      `yaml:"mcp"`
 	Log      Log      `yaml:"log"`
 
+	// Attachments: see attachments.go.
+	Attachments Attachments `yaml:"attachments"`
 	// Schedules: see schedules.go.
 	Schedules Schedules `yaml:"schedules"`
 }
@@ -199,6 +201,10 @@ type OpenAI struct {
 	// recent conversation, input), estimated as bytes/4; the oldest
 	// exchanges are left out first. Default 12000.
 	ContextBudgetTokens int `yaml:"context_budget_tokens"`
+	// Vision sends image attachments to the model as image content parts;
+	// false (the default) only tells it in text that an image was attached.
+	// Turn it on for a model that takes images (see README "Attachments").
+	Vision bool `yaml:"vision"`
 }
 
 // Command configures the command backend: a program run once per turn.
@@ -361,6 +367,8 @@ func Defaults() Config {
 		},
 		Log: Log{Format: "text", Level: "info"},
 		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300},
+
+		Attachments: defaultAttachments(),
 
 		Schedules: scheduleDefaults(),
 	}
@@ -576,6 +584,7 @@ func (c *Config) Validate() error {
 	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	c.validateEmail(bad)
 	c.validateMCPServers(bad)
+	c.validateAttachments(bad)
 	c.validateSchedules(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)

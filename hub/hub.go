@@ -127,6 +127,13 @@ type Config struct {
 	// whose long_term.md could not be written is tried again; each retry
 	// doubles it, up to 5 minutes. Default 5 s. The waits run on Clock.
 	ConsolidateRetry time.Duration
+
+	// Attachments resolves the attachments inputs refer to; nil refuses
+	// every input that has some (attachments_disabled).
+	Attachments Attachments
+	// MaxAttachments caps the attachments of one input. Default
+	// DefaultMaxAttachments (10).
+	MaxAttachments int
 }
 
 // maxConsolidateRetry caps the wait between attempts to write long_term.md.
@@ -440,6 +447,9 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	if cfg.ConsolidateRetry <= 0 {
 		cfg.ConsolidateRetry = 5 * time.Second
 	}
+	if cfg.MaxAttachments <= 0 {
+		cfg.MaxAttachments = DefaultMaxAttachments
+	}
 	return &SessionManager{
 		cfg:       cfg,
 		log:       log,
@@ -663,6 +673,9 @@ func call[T any](ctx context.Context, m *SessionManager, c any, reply chan T) (T
 // from what the door passed in.
 func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
 	in, err := clean(in)
+	if err == nil {
+		in, err = m.resolveAttachments(in)
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,6 +43,78 @@ var (
 	ErrClientMsgIDTooLong = &InputError{"bad_client_msg_id", fmt.Sprintf("client_msg_id is too long: use at most %d bytes", MaxClientMsgIDBytes)}
 )
 
+// Attachments is the attachment store as the session sees it.
+// *attachments.Store implements it (main wires it in). Stat returns the
+// record of a stored file: an error wrapping fs.ErrInvalid for a malformed
+// id, fs.ErrNotExist for one nothing is stored under.
+type Attachments interface {
+	Stat(sha256 string) (event.Attachment, error)
+}
+
+// DefaultMaxAttachments is Config.MaxAttachments' default.
+const DefaultMaxAttachments = 10
+
+// attachmentError is the InputError for a reference the store refused.
+func attachmentError(sha string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrInvalid):
+		return &InputError{"bad_attachment", fmt.Sprintf("attachment %.80q is not an attachment id (the file's sha256: 64 lower-case hex digits)", sha)}
+	case errors.Is(err, fs.ErrNotExist):
+		return &InputError{"unknown_attachment", "no attachment " + sha + " is stored: upload it first with POST /api/attachments"}
+	}
+	return fmt.Errorf("look up attachment %s: %w", sha, err)
+}
+
+// AttachmentRefs turns the attachment ids a client sent into references
+// for Input.Attachments (Submit checks and completes them). nil stays nil.
+func AttachmentRefs(ids []string) []event.Attachment {
+	if ids == nil {
+		return nil
+	}
+	out := make([]event.Attachment, len(ids))
+	for i, id := range ids {
+		out[i] = event.Attachment{SHA256: id}
+	}
+	return out
+}
+
+// resolveAttachments checks an input's attachment references against the
+// store: every one must name a stored file (else nothing is recorded or
+// run), at most Config.MaxAttachments of them. Each reference gets its
+// type and size from the store; a name given by the door (email) is kept
+// (one line, no control characters), else the store's. A file referenced
+// twice counts once. Submit calls it on the caller's goroutine, after clean.
+func (m *SessionManager) resolveAttachments(in Input) (Input, error) {
+	if len(in.Attachments) == 0 {
+		return in, nil
+	}
+	store, limit := m.cfg.Attachments, m.cfg.MaxAttachments
+	if store == nil {
+		return in, &InputError{"attachments_disabled", "this server keeps no attachments"}
+	}
+	out := make([]event.Attachment, 0, len(in.Attachments))
+	seen := make(map[string]bool, len(in.Attachments))
+	for _, ref := range in.Attachments {
+		if seen[ref.SHA256] {
+			continue
+		}
+		seen[ref.SHA256] = true
+		if len(out) == limit {
+			return in, &InputError{"too_many_attachments", fmt.Sprintf("a message may carry at most %d attachments (attachments.max_per_message)", limit)}
+		}
+		a, err := store.Stat(ref.SHA256)
+		if err != nil {
+			return in, attachmentError(ref.SHA256, err)
+		}
+		if name := stripControl(ref.Name, false); strings.TrimSpace(name) != "" {
+			a.Name = name
+		}
+		out = append(out, a)
+	}
+	in.Attachments = out
+	return in, nil
+}
+
 // clean is the one place that validates and cleans an input from any door
 // before the session sees it. Submit calls it on the caller's goroutine.
 //
@@ -53,7 +127,7 @@ var (
 func clean(in Input) (Input, error) {
 	in.Content = stripControl(in.Content, true)
 	in.From = stripControl(in.From, false)
-	if strings.TrimSpace(in.Content) == "" {
+	if strings.TrimSpace(in.Content) == "" && len(in.Attachments) == 0 {
 		return in, ErrEmpty
 	}
 	if len(in.ClientMsgID) > MaxClientMsgIDBytes {

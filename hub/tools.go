@@ -29,6 +29,8 @@ type toolEvent struct {
 	Channel string `json:"channel,omitempty"`
 	From    string `json:"from,omitempty"`
 	Content string `json:"content,omitempty"`
+	// Attachments of a user event: name, type, size (not the bytes).
+	Attachments []event.Attachment `json:"attachments,omitempty"`
 }
 
 func toToolEvents(evs []event.Event) []toolEvent {
@@ -38,7 +40,7 @@ func toToolEvents(evs []event.Event) []toolEvent {
 		switch e.Type {
 		case event.User, event.Assistant:
 			m, _ := e.Message()
-			te.Channel, te.From, te.Content = m.Channel, m.From, m.Content
+			te.Channel, te.From, te.Content, te.Attachments = m.Channel, m.From, m.Content, m.Attachments
 		case event.Notice:
 			var d event.TextData
 			_ = e.Decode(&d)

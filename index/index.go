@@ -350,6 +350,14 @@ func (ix *Index) Add(ctx context.Context, evs []event.Event) error {
 func docOf(e event.Event) (Doc, bool) {
 	m, ok := e.Message()
 	d := Doc{ID: e.Seq, TS: e.TS.Std(), Turn: e.Turn, Type: string(e.Type), Channel: m.Channel, From: m.From, Content: m.Content}
+	if len(m.Attachments) > 0 {
+		// The names are searchable ("the invoice pdf"); the bytes are not.
+		names := make([]string, len(m.Attachments))
+		for i, a := range m.Attachments {
+			names[i] = a.Name
+		}
+		d.Content = strings.TrimSpace(d.Content + "\n[attached: " + strings.Join(names, ", ") + "]")
+	}
 	return d, ok && strings.TrimSpace(d.Content) != ""
 }
 

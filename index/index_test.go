@@ -443,3 +443,21 @@ func TestBroadQueryRanksTheNewestWindow(t *testing.T) {
 		t.Error("a narrow query reported broad")
 	}
 }
+
+// Attachment names are searchable, and a message of files alone is indexed.
+func TestAttachmentNamesIndexed(t *testing.T) {
+	evs := convo("here are the numbers", "thanks")
+	evs[0] = event.New(event.User, evs[0].Turn, evs[0].TS.Std(), event.UserData{Channel: event.ChannelWeb, Content: "here are the numbers",
+		Attachments: []event.Attachment{{SHA256: strings.Repeat("a", 64), Name: "quarterly-invoice.pdf", Type: "application/pdf", Size: 10}}})
+	evs[0].Seq = 1
+	only := event.New(event.User, "t9", t0.Add(9*time.Hour), event.UserData{Channel: event.ChannelWeb,
+		Attachments: []event.Attachment{{SHA256: strings.Repeat("b", 64), Name: "holiday-photo.png", Type: "image/png", Size: 10}}})
+	only.Seq = 9
+	ix := openIndex(t, append(evs, only))
+	for q, want := range map[string]int64{"invoice": 1, "holiday photo": 9} {
+		res := search(t, ix, q)
+		if len(res.Hits) != 1 || res.Hits[0].Seq != want {
+			t.Errorf("search %q: %+v, want seq %d", q, res.Hits, want)
+		}
+	}
+}

@@ -55,6 +55,12 @@ type Options struct {
 	MCPServers func() any
 	// Schedules serves /api/schedules (nil: not mounted).
 	Schedules Schedules
+	// Attachments serves POST /api/attachments and GET
+	// /api/attachments/{sha256} (nil: not mounted). AttachmentMaxBytes
+	// caps an upload: attachments.max_bytes, default
+	// DefaultAttachmentMaxBytes; give the store the same limit.
+	Attachments        AttachmentStore
+	AttachmentMaxBytes int64
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 }
@@ -73,6 +79,9 @@ func Handler(s Session, o Options) http.Handler {
 	api.Handle("GET /ws", o.WS)
 	if o.Messages != nil {
 		api.Handle("/api/messages", o.Messages)
+	}
+	if o.Attachments != nil {
+		attachmentRoutes(api, o)
 	}
 	api.Handle("POST /api/cancel", apiFunc(h.cancel))
 	api.Handle("POST /api/reset", apiFunc(h.reset))

@@ -34,6 +34,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/mail"
 	"os"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
@@ -54,6 +56,14 @@ type Session interface {
 }
 
 var _ Session = (*hub.SessionManager)(nil)
+
+// AttachmentStore keeps the files of accepted mail. *attachments.Store
+// implements it (main wires it in): Put stores r's bytes under their
+// sha256, sniffs the type, sanitises name, and refuses a file over its
+// limit with an error that says so.
+type AttachmentStore interface {
+	Put(r io.Reader, name string) (event.Attachment, error)
+}
 
 // TLS modes for IMAPOptions.TLS and SMTPOptions.TLS.
 const (
@@ -79,6 +89,12 @@ type Options struct {
 	DataDir string
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
+	// Attachments stores the files of accepted mail (attachments and
+	// inline parts); nil: they are listed as not stored. MaxAttachments
+	// caps the files stored per mail (attachments.max_per_message);
+	// default 10. The rest are named as skipped in the text the model sees.
+	Attachments    AttachmentStore
+	MaxAttachments int
 	// TLSConfig is the base TLS configuration for both servers (tests set
 	// RootCAs). Nil: the system roots; ServerName is always filled in.
 	TLSConfig *tls.Config
@@ -204,6 +220,9 @@ func New(s Session, opts Options) (*Channel, error) {
 	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 20
+	}
+	if opts.MaxAttachments <= 0 {
+		opts.MaxAttachments = hub.DefaultMaxAttachments
 	}
 	if opts.IMAP.TLS == "" {
 		opts.IMAP.TLS = TLSStart

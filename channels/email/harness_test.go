@@ -34,6 +34,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 )
@@ -482,6 +483,8 @@ type env struct {
 	logPath string
 	// wrap, if set, wraps the hub the channel is given (to watch its calls).
 	wrap func(Session) Session
+	// files, if set, is the attachment store of the hub and the channel.
+	files *attachments.Store
 }
 
 type proc struct {
@@ -551,12 +554,19 @@ func (e *env) start(mutate ...func(*Options)) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New(hub.Config{DataDir: e.dir, Restore: tail, Logger: slog.New(slog.NewTextHandler(e.logs, nil))}, lg, e.agent)
+	hcfg := hub.Config{DataDir: e.dir, Restore: tail, Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
+	if e.files != nil {
+		hcfg.Attachments = e.files
+	}
+	h := hub.New(hcfg, lg, e.agent)
 	p := &proc{hub: h, log: lg, hubDone: make(chan error, 1), chDone: make(chan error, 1)}
 	hctx, stopHub := context.WithCancel(context.Background())
 	p.stopHub = stopHub
 	go func() { p.hubDone <- h.Run(hctx) }()
 	opts := e.options()
+	if e.files != nil {
+		opts.Attachments = e.files
+	}
 	for _, m := range mutate {
 		m(&opts)
 	}

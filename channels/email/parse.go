@@ -3,6 +3,7 @@ package email
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -44,6 +45,17 @@ type mailMsg struct {
 	// Capped is set when parts were ignored for the depth or part limits.
 	Capped bool
 	Parts  int
+	// Files are the attachments and inline parts (images of an HTML
+	// mail, say) within the depth and part limits, decoded, in order.
+	Files []mailFile
+}
+
+// mailFile is one file of a mail. Its bytes are decoded (base64,
+// quoted-printable), so they are no larger than the raw mail, which is
+// capped at Options.MaxBytes.
+type mailFile struct {
+	Name string
+	Data []byte
 }
 
 var errTooManyParts = errors.New("too many MIME parts")
@@ -81,7 +93,7 @@ func parseMail(raw []byte) (*mailMsg, error) {
 
 	w := walker{}
 	_ = w.walk(e, 0) // a broken structure keeps what was read before it
-	m.Capped, m.Parts = w.capped, w.parts
+	m.Capped, m.Parts, m.Files = w.capped, w.parts, w.files
 	text := w.plain
 	if strings.TrimSpace(text) == "" && w.html != "" {
 		text = htmlToText(w.html)
@@ -103,12 +115,13 @@ func parseReturnPath(v string) string {
 	return strings.ToLower(strings.TrimSpace(v))
 }
 
-// walker finds the first text/plain and the first text/html part within
-// the depth and part limits. Attachments are skipped unread.
+// walker finds the first text/plain and the first text/html part, and
+// every file part, within the depth and part limits.
 type walker struct {
 	parts       int
 	capped      bool
 	plain, html string
+	files       []mailFile
 }
 
 func (w *walker) walk(e *message.Entity, depth int) error {
@@ -133,17 +146,29 @@ func (w *walker) walk(e *message.Entity, depth int) error {
 			if err := w.walk(p, depth+1); err != nil {
 				return err
 			}
-			if w.plain != "" {
-				return nil // text/plain wins; no need to read further
-			}
 		}
 	}
-	if disp, _, _ := e.Header.ContentDisposition(); disp == "attachment" {
-		return nil
-	}
-	mt, _, err := e.Header.ContentType()
+	mt, ctParams, err := e.Header.ContentType()
 	if err != nil || mt == "" {
 		mt = "text/plain" // RFC 2045 default
+	}
+	disp, dispParams, _ := e.Header.ContentDisposition()
+	name := dispParams["filename"]
+	if name == "" {
+		name = ctParams["name"]
+	}
+	// A part is a file when it says so, has a name, or is not text: an
+	// image inline in an HTML mail is as much the sender's as an attachment.
+	if disp == "attachment" || name != "" || (mt != "text/plain" && mt != "text/html") {
+		b, err := io.ReadAll(e.Body)
+		if err != nil {
+			return nil // undecodable: nothing to keep
+		}
+		if name == "" {
+			name = fmt.Sprintf("part-%d", w.parts)
+		}
+		w.files = append(w.files, mailFile{Name: name, Data: b})
+		return nil
 	}
 	switch mt {
 	case "text/plain":

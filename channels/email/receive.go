@@ -1,6 +1,7 @@
 package email
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
@@ -530,13 +532,48 @@ func (c *Channel) decide(st *mailboxState, m meta, raw []byte) (string, *inboxIt
 		return refuse(SkipRateLimited)
 	}
 	subject := msg.Subject
-	content := "Subject: " + subject + "\n\n" + msg.Text
+	atts, skipped := c.storeFiles(msg)
+	content := "Subject: " + subject + "\n\n" + msg.Text + skipped
 	now := c.opts.Now().UTC()
 	return "", &inboxItem{
 		V: 1, Key: key, ClientMsgID: id, From: msg.From, Subject: subject, Content: content,
 		MessageID: msg.MessageID, References: msg.References,
 		UIDValidity: st.UIDValidity, UID: m.UID, Received: now, Seq: now.UnixNano(),
+		Attachments: atts,
 	}
+}
+
+// storeFiles puts an accepted mail's files in the attachment store, at
+// most MaxAttachments of them, and returns their records and a line for
+// the model naming each file that was not stored and why ("" if none).
+// Storing is idempotent (by content), so a mail decided again after a
+// crash stores nothing twice.
+func (c *Channel) storeFiles(msg *mailMsg) ([]event.Attachment, string) {
+	var (
+		atts    []event.Attachment
+		skipped []string
+	)
+	for _, f := range msg.Files {
+		name := cleanLine(f.Name)
+		switch {
+		case c.opts.Attachments == nil:
+			skipped = append(skipped, fmt.Sprintf("%q (this server keeps no attachments)", name))
+		case len(atts) == c.opts.MaxAttachments:
+			skipped = append(skipped, fmt.Sprintf("%q (over the limit of %d files per message)", name, c.opts.MaxAttachments))
+		default:
+			a, err := c.opts.Attachments.Put(bytes.NewReader(f.Data), f.Name)
+			if err != nil {
+				c.log.Warn("email attachment not stored", "from", msg.From, "name", name, "err", err)
+				skipped = append(skipped, fmt.Sprintf("%q (%s, %v)", name, event.FormatSize(int64(len(f.Data))), err))
+				continue
+			}
+			atts = append(atts, a)
+		}
+	}
+	if len(skipped) == 0 {
+		return atts, ""
+	}
+	return atts, "\n\n[Attachments not stored: " + strings.Join(skipped, "; ") + "]"
 }
 
 // commit makes a recorded mail visible to the worker.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
 
@@ -75,6 +76,8 @@ type inboxItem struct {
 	UID         uint32    `json:"uid"`
 	Received    time.Time `json:"received"`
 	Seq         int64     `json:"seq"` // arrival order
+	// Attachments are the mail's files, already in the attachment store.
+	Attachments []event.Attachment `json:"attachments,omitempty"`
 }
 
 // outboxItem is a reply not yet accepted by the SMTP server.

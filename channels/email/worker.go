@@ -88,14 +88,26 @@ func (c *Channel) answer(ctx context.Context, it inboxItem) error {
 		return nil
 	}
 	done := make(chan hub.TurnOutcome, 1)
-	res, err := c.s.Submit(ctx, hub.Input{
+	in := hub.Input{
 		Channel:     event.ChannelEmail,
 		From:        it.From,
 		Content:     it.Content,
 		ClientMsgID: it.ClientMsgID,
+		Attachments: it.Attachments,
 		Patient:     true, // email waits its turn, whatever busy_policy says
 		Done:        done,
-	})
+	}
+	res, err := c.s.Submit(ctx, in)
+	var bad *hub.InputError
+	if errors.As(err, &bad) && len(in.Attachments) > 0 {
+		// The files were removed from the store since the mail was taken
+		// (by hand: frontdesk never deletes them). Retrying would refuse it
+		// forever and hold up every mail behind it; answer without them.
+		c.log.Warn("email attachments are no longer stored; answering without them", "from", it.From, "err", err)
+		in.Attachments = nil
+		in.Content += "\n\n[This mail had attachments that are no longer stored.]"
+		res, err = c.s.Submit(ctx, in)
+	}
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}

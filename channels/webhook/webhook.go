@@ -95,6 +95,8 @@ type request struct {
 	Channel     string `json:"channel"`
 	From        string `json:"from"`
 	ClientMsgID string `json:"client_msg_id"`
+	// Attachments: ids (sha256) from POST /api/attachments.
+	Attachments []string `json:"attachments"`
 }
 
 // Response is the body of a 202 (or 200 for an idempotent resend).
@@ -190,7 +192,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err := hub.CheckCallerChannel(req.Channel); err != nil {
 		return httpjson.FromSession(err)
 	}
-	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID}
+	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID,
+		Attachments: hub.AttachmentRefs(req.Attachments)}
 	var done chan hub.TurnOutcome
 	if wait {
 		done = make(chan hub.TurnOutcome, 1)

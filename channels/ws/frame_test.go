@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -16,6 +17,8 @@ func TestDecodeFrame(t *testing.T) {
 		wantCode string
 	}{
 		{"message", `{"type":"message","content":"hi","client_msg_id":"c-1"}`, clientFrame{Type: "message", Content: "hi", ClientMsgID: "c-1"}, ""},
+		{"attachments", `{"type":"message","content":"","attachments":["ab","cd"]}`, clientFrame{Type: "message", Attachments: []string{"ab", "cd"}}, ""},
+		{"attachments not strings", `{"type":"message","content":"x","attachments":[{"sha256":"ab"}]}`, clientFrame{}, "bad_json"},
 		{"command", `{"type":"command","action":"cancel"}`, clientFrame{Type: "command", Action: "cancel"}, ""},
 		{"unknown field", `{"type":"message","content":"x","extra":[1,{"a":2}]}`, clientFrame{}, "bad_json"},
 		{"approve", `{"type":"command","action":"approve","id":"a7"}`, clientFrame{Type: "command", Action: "approve", ID: "a7"}, ""},
@@ -38,7 +41,7 @@ func TestDecodeFrame(t *testing.T) {
 				t.Fatalf("decodeFrame(%q): %v, want %+v", tc.in, err, tc.want)
 			case tc.wantCode != "" && (!errors.As(err, &fe) || fe.code != tc.wantCode):
 				t.Fatalf("decodeFrame(%q): %v, want code %s", tc.in, err, tc.wantCode)
-			case got != tc.want:
+			case !reflect.DeepEqual(got, tc.want):
 				t.Fatalf("decodeFrame(%q) = %+v, want %+v", tc.in, got, tc.want)
 			}
 		})
@@ -87,7 +90,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			}
 		}
 		again, _ := json.Marshal(fr)
-		if got, err := decodeFrame(again); err != nil || got != fr {
+		if got, err := decodeFrame(again); err != nil || !reflect.DeepEqual(got, fr) {
 			t.Fatalf("round trip of %+v: %+v, %v", fr, got, err)
 		}
 	})

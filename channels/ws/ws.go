@@ -120,6 +120,8 @@ type clientFrame struct {
 	ClientMsgID string `json:"client_msg_id"`
 	Action      string `json:"action"`
 	ID          string `json:"id"` // approve/deny: the approval_request's id
+	// Attachments of a message: ids (sha256) from POST /api/attachments.
+	Attachments []string `json:"attachments"`
 }
 
 // directQueue bounds per-connection replies (busy, error, duplicate echo).
@@ -380,7 +382,8 @@ func (cn *conn) rateLimited(b []byte, wait time.Duration) {
 func (cn *conn) submit(ctx context.Context, f clientFrame) {
 	res, err := cn.h.s.Submit(ctx, hub.Input{
 		Channel: event.ChannelWeb, Content: f.Content, ClientMsgID: f.ClientMsgID,
-		Notify: cn.reply,
+		Attachments: hub.AttachmentRefs(f.Attachments),
+		Notify:      cn.reply,
 	})
 	var bad *hub.InputError
 	switch {
