@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -36,6 +37,11 @@ func scheduleRoutes(api *http.ServeMux, s Schedules) {
 type scheduleHandlers struct{ s Schedules }
 
 func (h scheduleHandlers) create(w http.ResponseWriter, r *http.Request) error {
+	// JSON only, as on /api/messages: a form post from another site cannot
+	// make a schedule even where no Origin header is sent.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxScheduleBody+1))
 	if err == nil && len(b) > maxScheduleBody {
 		return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over 1 MiB")

@@ -120,6 +120,9 @@ func TestSchedulesAPI(t *testing.T) {
 			}
 		})
 	}
+	if r := do(t, request(t, "POST", e.srv.URL+"/api/schedules", `{"content":"x","in_seconds":60}`, "Content-Type", "text/plain")); r.status != http.StatusUnsupportedMediaType {
+		t.Fatalf("text/plain body: %d %s", r.status, r.raw)
+	}
 	after, _ := os.ReadFile(filepath.Join(e.dir, "schedules.json"))
 	if string(after) != string(before) || e.count(t) != 1 {
 		t.Fatalf("a refused request changed the schedules: %d listed\n%s", e.count(t), after)
