@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -212,7 +213,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		}
 		registry.MustRegister(a.mail.Collector())
 	}
-	if a.sched, err = newScheduler(cfg, a, logger); err != nil {
+	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
 		return nil, err
 	}
 
@@ -266,7 +267,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 // newScheduler opens data_dir/schedules.json. notify: email and auto
 // mail through the email channel, when it is on and schedules.notify_to
 // is set (config checks that it is an allowed address).
-func newScheduler(cfg config.Config, a *app, logger *slog.Logger) (*schedule.Scheduler, error) {
+func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger *slog.Logger) (*schedule.Scheduler, error) {
 	loc := time.Local
 	if tz := cfg.Schedules.TZ; tz != "" {
 		l, err := time.LoadLocation(tz)
@@ -274,6 +275,12 @@ func newScheduler(cfg config.Config, a *app, logger *slog.Logger) (*schedule.Sch
 			return nil, fmt.Errorf("schedules.tz: %w", err)
 		}
 		loc = l
+	} else if tz := strings.TrimPrefix(getenv("TZ"), ":"); tz != "" {
+		if l, err := time.LoadLocation(tz); err == nil {
+			// The zone by its name rather than "Local": schedules.json,
+			// the API and the model then say which zone a time is in.
+			loc = l
+		}
 	}
 	opts := schedule.Options{
 		DataDir:         cfg.DataDir,
