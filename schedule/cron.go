@@ -91,13 +91,13 @@ func sameWall(t, w time.Time) bool {
 }
 
 // minGap is the shortest time between two runs of s (on the wall clock)
-// found among its next runs after t, looking at most maxRuns runs or a
-// year ahead; it returns 0 when s runs fewer than twice in that time.
+// found among its runs after t, looking at most maxRuns runs or a year
+// from the first; it returns 0 when s runs fewer than twice in that time.
 func minGap(s cron.Schedule, t time.Time, maxRuns int) time.Duration {
 	wall := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
-	end := wall.AddDate(1, 0, 0)
 	var gap time.Duration
 	prev := s.Next(wall)
+	end := prev.AddDate(1, 0, 0)
 	for range maxRuns {
 		if prev.IsZero() || prev.After(end) {
 			break

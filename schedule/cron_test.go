@@ -83,9 +83,10 @@ func TestMinGap(t *testing.T) {
 		"*/5 * * * *":    5 * time.Minute,
 		"0,1 9 * * *":    time.Minute,
 		"0 9 * * 1-5":    24 * time.Hour,
-		"0 0 1 1 *":      0, // once a year: no second run within the year
+		"0 0 1 1 *":      365 * 24 * time.Hour, // 2027 → 2028
 		"30 2 * * 0":     7 * 24 * time.Hour,
 		"0 8,20 * * 1-5": 12 * time.Hour,
+		"* * 29 2 *":     time.Minute, // every minute, but only on 29 February (2028)
 	} {
 		s, err := parseCron(expr)
 		if err != nil {

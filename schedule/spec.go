@@ -125,7 +125,7 @@ func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
 		}
 		sc.Cron, sc.sched = strings.Join(strings.Fields(sp.Cron), " "), cs
 	case sp.InSeconds != 0:
-		if sp.InSeconds < 1 || time.Duration(sp.InSeconds)*time.Second > maxAhead {
+		if sp.InSeconds < 1 || sp.InSeconds > int64(maxAhead/time.Second) {
 			return nil, errorf("bad_time", "in_seconds must be from 1 to %d", int64(maxAhead/time.Second))
 		}
 		// Whole seconds, rounded up: the times shown stay readable.
