@@ -328,6 +328,9 @@ func describe(e event.Event) (who, text string) {
 			if m.Partial {
 				return "", m.Content + " [partial]"
 			}
+			if e.Type == event.User && history.Queued(e) {
+				return channelFrom(m.Channel, m.From), "[queued] " + m.Content
+			}
 			return channelFrom(m.Channel, m.From), m.Content
 		}
 	case event.ToolCall:
@@ -342,6 +345,11 @@ func describe(e event.Event) (who, text string) {
 				return "", d.Name + " failed: " + d.Error
 			}
 			return "", d.Name + ": " + d.Output
+		}
+	case event.TurnStart:
+		var d event.TurnStartData
+		if e.Decode(&d) == nil {
+			return "", fmt.Sprintf("queued input #%d started after waiting %s", d.InputSeq, (time.Duration(d.WaitedMS) * time.Millisecond).String())
 		}
 	case event.TurnEnd:
 		var d event.TurnEndData

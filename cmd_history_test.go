@@ -47,6 +47,11 @@ func historyData(t *testing.T) (dir, cfg string, evs []event.Event) {
 	turn(4, "web", "", "Write a very long answer please", strings.Repeat("long words here ", 30))
 	add(event.Notice, "", event.TextData{Text: "The current request was canceled."})
 	add(event.Reset, "", event.ResetData{Reason: "manual", Kept: 20})
+	// A webhook message recorded on arrival while a turn ran, started later.
+	add(event.User, "t15", event.UserData{Channel: "webhook", From: "ann@x.io", Content: "Are we on for Tuesday?", Queued: true})
+	add(event.TurnStart, "t15", event.TurnStartData{InputSeq: 15, WaitedMS: 4200})
+	add(event.Assistant, "t15", event.AssistantData{Content: "Yes, Tuesday at ten."})
+	add(event.TurnEnd, "t15", event.TurnEndData{Status: event.StatusCompleted, DurationMS: 800})
 
 	lines := func(evs []event.Event) []byte {
 		var b []byte
@@ -217,6 +222,8 @@ func TestHistoryTable(t *testing.T) {
 		"Tell me about the <b>quarterly</b> report & more",
 		"completed in 1.5s",
 		"manual, kept 20 exchanges",
+		"webhook:ann@x.io       [queued] Are we on for Tuesday?",
+		"queued input #15 started after waiting 4.2s",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -36,7 +36,7 @@ func TestMCPStdio(t *testing.T) {
 	if out := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(out, `"seq":4`) || !strings.Contains(out, "«école»") {
 		t.Errorf("search: %s", out)
 	}
-	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "history_recent", Arguments: map[string]any{"n": 6}})
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "history_recent", Arguments: map[string]any{"n": 10}})
 	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "long words here") {
 		t.Errorf("recent: %+v %v", res, err)
 	}

@@ -18,6 +18,9 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/creack/pty"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
 )
 
 // term is the frontdesk binary running in a pseudo-terminal, as an
@@ -34,8 +37,14 @@ type term struct {
 
 func startInPty(t *testing.T, args ...string) *term {
 	t.Helper()
+	return startInPtyDir(t, t.TempDir(), args...)
+}
+
+// startInPtyDir is startInPty in the working directory dir.
+func startInPtyDir(t *testing.T, dir string, args ...string) *term {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm")
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
 	if err != nil {
@@ -199,13 +208,13 @@ func TestConsoleREPL(t *testing.T) {
 	tm.typeText("tell me something long\r")
 	tm.waitFor(`You said “tell me something long”`, 1)
 	tm.typeText("/cancel\r")
-	tm.waitFor(`The current request was canceled\.`, 1)
+	tm.waitFor(`Cancelled from the console after \d+(\.\d)? s\.`, 1)
 
 	// Ctrl-C cancels a running reply too…
 	tm.typeText("and another one\r")
 	tm.waitFor(`You said “and another one”`, 1)
 	tm.typeText("\x03")
-	tm.waitFor(`The current request was canceled\.`, 2)
+	tm.waitFor(`Cancelled from the console after \d+(\.\d)? s\.`, 2)
 	// …and on an idle prompt it clears the line instead.
 	tm.waitPrompt("")
 	tm.typeText("never sent")
@@ -280,5 +289,85 @@ func TestConsoleOnPipeEndsAtEOFServerKeepsServing(t *testing.T) {
 	var health map[string]string
 	if code := getJSON(t, p.url+"/healthz", &health); code != 200 {
 		t.Fatalf("healthz after stdin EOF: %d", code)
+	}
+}
+
+// TestConsoleMends: the REPL's rough edges of issue 13 — log lines in the
+// console's own form with the prompt back at the first column, a clean
+// line when Ctrl-C cuts a reply, the marks of a reset and a cancel in the
+// replay after a restart, "1 client", Ctrl-\ as the one way to stop
+// (invisible characters never sent), SIGQUIT after /quit a clean stop, no
+// prompt left on the screen at the end.
+func TestConsoleMends(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte("agent:\n  demo:\n    delay_ms: 40\n"), 0o600)
+	args := []string{"-addr", "127.0.0.1:0", "-data", "d", "-config", "c.yaml"}
+	tm := startInPtyDir(t, dir, args...)
+	tm.waitPrompt("")
+	tm.typeText("hello there\r")
+	tm.waitFor(`real model\.`, 1)
+	tm.waitPrompt("")
+	tm.typeText("/reset\r")
+	scr := tm.waitFor(`\[log\] memory consolidated \(heading=".*" fallback=true\)`, 1)
+	tm.waitPrompt("") // the whole bottom line: the prompt starts at column 1
+	if strings.Contains(scr, "level=") || strings.Contains(scr, "summarizer_err") {
+		t.Fatalf("a raw log line reached the console:\n%s", scr)
+	}
+
+	tm.typeText("tell me something long\r")
+	tm.waitFor(`You said “tell me something long”`, 1)
+	tm.typeText("\x03")
+	scr = tm.waitFor(`Cancelled from the console after \d+(\.\d)? s\.`, 1)
+	tm.waitPrompt("")
+	for _, l := range strings.Split(scr, "\n") {
+		if strings.HasPrefix(l, "assistant› You said “tell me something long”") && (strings.Contains(l, "you›") || strings.Contains(l, "^C")) {
+			t.Fatalf("the cut reply's line holds the prompt: %q", l)
+		}
+	}
+
+	tm.typeText("/status\r")
+	tm.waitFor(`· 1 client$|· 1 client\n`, 1)
+
+	// Ctrl-\ at the prompt stops the server; what was typed after it is
+	// neither kept nor sent.
+	tm.typeText("\x1c\x1c/status\r")
+	if err := <-tm.done; err != nil {
+		t.Fatalf("exit after Ctrl-\\: %v\n%s", err, tm.screen())
+	}
+	tm.done <- nil
+	scr = tm.screen()
+	lines := strings.Split(strings.TrimRight(scr, "\n "), "\n")
+	if last := lines[len(lines)-1]; strings.HasPrefix(last, "you›") {
+		t.Errorf("a prompt is left on the screen at shutdown: %q", last)
+	}
+	logged, _, err := history.ReadTail(filepath.Join(dir, "d", "chat_history.ndjson"), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range logged {
+		if e.Type == event.User && strings.Contains(string(e.Data), "status") {
+			t.Fatalf("a line typed after Ctrl-\\ reached the session: %s", e.Data)
+		}
+	}
+
+	// The replay after a restart keeps the reset and the cancel.
+	tm = startInPtyDir(t, dir, args...)
+	scr = tm.waitPrompt("")
+	for _, want := range []string{"— reset (manual), kept 1 —", "Cancelled from the console after"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("replay after a restart lacks %q:\n%s", want, scr)
+		}
+	}
+	// After /quit the terminal is the shell's again: Ctrl-\ sends
+	// SIGQUIT, a clean stop, not a goroutine dump.
+	tm.typeText("/quit\r")
+	tm.waitFor(`console closed; the server keeps running \(stop it with Ctrl-C or Ctrl-\\`, 1)
+	tm.cmd.Process.Signal(syscall.SIGQUIT)
+	if err := <-tm.done; err != nil {
+		t.Fatalf("exit after SIGQUIT: %v\n%s", err, tm.screen())
+	}
+	tm.done <- nil
+	if scr := tm.screen(); strings.Contains(scr, "goroutine ") {
+		t.Fatalf("SIGQUIT dumped goroutines:\n%s", scr)
 	}
 }

@@ -28,7 +28,10 @@ import (
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGQUIT (Ctrl-\ in a terminal) stops cleanly too, instead of the Go
+	// runtime's goroutine dump: it is the documented way to stop the server
+	// from the terminal it runs in.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT)
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "frontdesk:", err)

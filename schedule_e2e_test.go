@@ -45,12 +45,6 @@ func wsWatch(t *testing.T, ctx context.Context, url string) (*websocket.Conn, fu
 	}
 }
 
-func userData(e event.Event) event.UserData {
-	var d event.UserData
-	_ = json.Unmarshal(e.Data, &d)
-	return d
-}
-
 // TestDemoReminderReachesEveryClient is the "done when" with the
 // built-in demo agent, in seconds instead of a minute: one client types
 // "remind me in 2 seconds to stretch"; the demo agent calls

@@ -36,6 +36,9 @@ import (
 // them down in order.
 func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Logger, logs *console.LogSink,
 	stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+	// Ctrl-\ in the console stops the server as a signal would.
+	ctx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
 	st, err := openStores(cfg, logger)
 	if err != nil {
 		return err
@@ -75,6 +78,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
+				Stop:      func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() },
 				Schedules: a.sched})
 		})
 	}

@@ -168,6 +168,9 @@ type TurnStartData struct {
 // TextData is the payload of status, delta and notice events.
 type TextData struct {
 	Text string `json:"text"`
+	// By says who cancelled, on the notice of a cancelled turn: a channel
+	// (web, console, …), "api", "reset", or "" when unknown.
+	By string `json:"by,omitempty"`
 }
 
 // ToolCallData is the payload of a tool_call event.

@@ -79,3 +79,53 @@ func seqs(evs []event.Event) []int64 {
 	}
 	return out
 }
+
+// TestRingQueuedByTurn: steps are "kind:turn" — u user, q queued user,
+// s turn_start, a assistant, e turn_end; want lists kind:turn of Events(),
+// then the turns still waiting.
+func TestRingQueuedByTurn(t *testing.T) {
+	tests := []struct {
+		name, steps, want, waiting string
+		n                          int
+	}{
+		{"queued joins at its start", "u:1 q:2 a:1 e:1 s:2 a:2", "u:1 a:1 q:2 a:2", "", 3},
+		{"waiting input not in the context", "u:1 q:2 q:3 a:1", "u:1 a:1", "2 3", 3},
+		{"start order, not arrival order", "u:1 q:2 q:3 a:1 e:1 s:3 a:3 e:3 s:2 a:2", "u:1 a:1 q:3 a:3 q:2 a:2", "", 3},
+		{"replaced input leaves the line", "u:1 q:2 e:2 q:3 a:1", "u:1 a:1", "3", 3},
+		{"waiting takes no slot", "u:1 a:1 q:2 q:3 q:4", "u:1 a:1", "2 3 4", 1},
+		{"reply pairs with its turn, not the newest", "u:1 s:9 a:1", "u:1 a:1", "", 3},
+	}
+	kinds := map[byte]event.Type{'u': event.User, 'q': event.User, 's': event.TurnStart, 'a': event.Assistant, 'e': event.TurnEnd}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRing(tt.n)
+			for i, s := range strings.Fields(tt.steps) {
+				e := event.Event{Seq: int64(i + 1), Type: kinds[s[0]], Turn: "t" + s[2:]}
+				if s[0] == 'q' {
+					e.Data = []byte(`{"channel":"email","content":"x","queued":true}`)
+				}
+				r.Add(e)
+			}
+			var got []string
+			for _, e := range r.Events() {
+				k := "u"
+				if Queued(e) {
+					k = "q"
+				} else if e.Type == event.Assistant {
+					k = "a"
+				}
+				got = append(got, k+":"+e.Turn[1:])
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("Events() = %q, want %q", g, tt.want)
+			}
+			var w []string
+			for _, e := range r.Waiting() {
+				w = append(w, e.Turn[1:])
+			}
+			if g := strings.Join(w, " "); g != tt.waiting {
+				t.Errorf("Waiting() = %q, want %q", g, tt.waiting)
+			}
+		})
+	}
+}

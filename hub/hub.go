@@ -29,8 +29,11 @@ const (
 	PolicyInterrupt = "interrupt"
 )
 
-// CancelNotice is the notice text appended when a turn is cancelled.
-const CancelNotice = "The current request was canceled."
+// Who cancelled a turn, besides a channel name (CancelBy).
+const (
+	CancelByAPI   = "api"   // POST /api/cancel
+	CancelByReset = "reset" // a reset cancels the running turn first
+)
 
 // Errors returned to callers.
 var (
@@ -148,6 +151,8 @@ type Frame struct {
 	// it was read back), on the monotonic clock whatever Config.Now says:
 	// writers measure the fan-out lag from it.
 	Published time.Time
+	// queued: a user event recorded as queued (decoded once, here).
+	queued bool
 }
 
 func newFrame(e event.Event) *Frame {
@@ -155,7 +160,7 @@ func newFrame(e event.Event) *Frame {
 	if err != nil {
 		panic(fmt.Sprintf("hub: marshal event: %v", err)) // Data is always valid JSON
 	}
-	return &Frame{Event: e, JSON: b, Published: time.Now()}
+	return &Frame{Event: e, JSON: b, Published: time.Now(), queued: history.Queued(e)}
 }
 
 // Input is a user message from any channel.
@@ -382,8 +387,8 @@ type SessionManager struct {
 	subs      map[*Subscription]struct{}
 	turn      *turn
 	approvals map[string]*approval // tool calls waiting for a yes or no, by id
-	pending   *Input               // busy_policy queue: the one input waiting
-	patient   []Input              // Patient inputs waiting, in order
+	pending   *queued              // busy_policy queue: the one input waiting (recorded)
+	patient   []*queued            // Patient inputs waiting (recorded), in order
 	accepted  map[string]*Frame    // client_msg_id → echo
 	ids       []string             // accepted ids, oldest first, to bound the map
 
@@ -414,6 +419,10 @@ type turn struct {
 	begun    time.Time
 	streamed bool
 	text     strings.Builder // streamed deltas so far
+	by       string          // who cancelled it (CancelBy), for the notice
+	// interrupted: cancelled by a new input (busy_policy interrupt) from
+	// channel by.
+	interrupted bool
 }
 
 const maxRememberedIDs = 10000
@@ -481,8 +490,11 @@ type (
 		res Result
 		err error
 	}
-	cancelCmd struct{ reply chan bool }
-	resetCmd  struct {
+	cancelCmd struct {
+		by    string
+		reply chan bool
+	}
+	resetCmd struct {
 		reason string
 		reply  chan resetReply
 	}
@@ -528,6 +540,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 	m.sess = sess
 	m.restore(m.cfg.Restore)
 	m.cfg.Restore = nil
+	m.startPending(ctx) // inputs recorded as queued before a restart
 	if m.cfg.Memory != nil {
 		m.bg.Add(1)
 		go func() { defer m.bg.Done(); m.writeShortTerm() }()
@@ -541,7 +554,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 		case c := <-m.cmds:
 			m.handle(ctx, c)
 		case <-m.watch.C():
-			if m.turn != nil || len(m.patient) > 0 || m.pending != nil {
+			if m.turn != nil || m.waitingCount() > 0 {
 				m.watch.Touch() // work goes on: quiet means nobody and nothing active
 				continue
 			}
@@ -567,7 +580,7 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 	case recentCmd:
 		c.reply <- m.recent(c.n)
 	case cancelCmd:
-		ok := m.cancelTurn()
+		ok := m.cancelTurn(c.by)
 		c.reply <- ok
 		if ok {
 			m.startPending(ctx)
@@ -688,9 +701,18 @@ func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
 }
 
 // Cancel cancels the running turn; it reports whether one was running.
+// Inputs waiting to run are not touched: the first of them starts next.
+// The notice does not say who cancelled; doors use CancelBy.
 func (m *SessionManager) Cancel(ctx context.Context) (bool, error) {
+	return m.CancelBy(ctx, "")
+}
+
+// CancelBy is Cancel, naming who cancelled in the notice ("Cancelled from
+// the web after 2.6 s.") and its data field by: a channel (web, console,
+// email, webhook, schedule), CancelByAPI or CancelByReset.
+func (m *SessionManager) CancelBy(ctx context.Context, by string) (bool, error) {
 	reply := make(chan bool, 1)
-	return call(ctx, m, cancelCmd{reply}, reply)
+	return call(ctx, m, cancelCmd{by: by, reply: reply}, reply)
 }
 
 // Info returns a snapshot of the session.
@@ -733,10 +755,7 @@ func (m *SessionManager) shutdown() {
 		m.turn.cancel()
 		m.finish(event.StatusInterrupted, m.turn.text.String(), "", nil)
 	}
-	for _, in := range append(m.patient, derefInputs(m.pending)...) {
-		sendOutcome(in.Done, TurnOutcome{Status: event.StatusInterrupted, Error: "the server shut down before this message ran"})
-	}
-	m.pending, m.patient = nil, nil
+	m.stillQueued()
 	if err := m.log.Sync(); err != nil {
 		m.metrics.storageErrors.WithLabelValues("sync").Inc()
 		m.cfg.Logger.Error("sync chat log", "err", err)
@@ -757,11 +776,4 @@ func (m *SessionManager) shutdown() {
 		m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
 	}
 	m.drainReports()
-}
-
-func derefInputs(p *Input) []Input {
-	if p == nil {
-		return nil
-	}
-	return []Input{*p}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,6 +142,18 @@ func data[T any](t *testing.T, e event.Event) T {
 	return v
 }
 
+// persisted drops status and delta events (their timing against other
+// submitters' events is the backend's).
+func persisted(evs []event.Event) []event.Event {
+	var out []event.Event
+	for _, e := range evs {
+		if e.Type.Persisted() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func types(evs []event.Event) []event.Type {
 	out := make([]event.Type, len(evs))
 	for i, e := range evs {
@@ -269,8 +282,9 @@ func TestBusyPolicies(t *testing.T) {
 		if err != nil || r2.Outcome != Queued || !r2.Busy.Queued {
 			t.Fatalf("second = %+v, %v; want Queued", r2, err)
 		}
-		if r := submit(t, h, "second again", "b"); r.Outcome != Queued {
-			t.Fatalf("resend of queued id = %+v, want Queued", r)
+		// Recorded on arrival: a resend is a Duplicate of the queued echo.
+		if r := submit(t, h, "second again", "b"); r.Outcome != Duplicate || r.Turn != r2.Turn || r.Echo != r2.Echo {
+			t.Fatalf("resend of queued id = %+v, want Duplicate of %s", r, r2.Turn)
 		}
 		r3 := submit(t, h, "third", "c")
 		if r3.Outcome != Queued {
@@ -284,12 +298,23 @@ func TestBusyPolicies(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("replaced submitter was not told")
 		}
+		// Everyone saw both queued echoes and the replacement of "second".
+		evs := persisted(until(t, s, event.TurnEnd))
+		if got := fmt.Sprint(types(evs)); got != "[user user user notice turn_end]" {
+			t.Fatalf("events while busy: %v", got)
+		}
+		if d := data[event.UserData](t, evs[1]); !d.Queued || d.Content != "second" || evs[1].Turn != r2.Turn {
+			t.Fatalf("queued echo = %s %s", evs[1].Turn, evs[1].Data)
+		}
+		if te := data[event.TurnEndData](t, evs[4]); evs[4].Turn != r2.Turn || te.Status != StatusReplaced {
+			t.Fatalf("replaced input closed with %s %s, want turn_end replaced for %s", evs[4].Turn, evs[4].Data, r2.Turn)
+		}
 		g.Release <- struct{}{}
-		evs := until(t, s, event.TurnEnd) // first turn
-		evs = append(evs, until(t, s, event.User)...)
+		evs = until(t, s, event.TurnEnd) // first turn
+		evs = append(evs, until(t, s, event.TurnStart)...)
 		last := evs[len(evs)-1]
-		if got := data[event.UserData](t, last).Content; got != "third" {
-			t.Fatalf("queued input that ran = %q, want third", got)
+		if last.Turn != r3.Turn || data[event.TurnStartData](t, last).InputSeq != r3.Echo.Event.Seq {
+			t.Fatalf("queued input that ran = %s %s, want %s", last.Turn, last.Data, r3.Turn)
 		}
 		g.Release <- struct{}{}
 		until(t, s, event.TurnEnd)
@@ -311,6 +336,9 @@ func TestBusyPolicies(t *testing.T) {
 		}
 		if te := data[event.TurnEndData](t, evs[2]); te.Status != event.StatusCancelled || evs[2].Turn != "t1" {
 			t.Errorf("first turn ended %+v (turn %s), want cancelled t1", te, evs[2].Turn)
+		}
+		if n := data[event.TextData](t, evs[1]); n.By != event.ChannelWeb || !strings.HasPrefix(n.Text, "Cancelled by a new message from the web after ") {
+			t.Errorf("interrupt notice = %+v", n)
 		}
 		if a := data[event.AssistantData](t, evs[0]); !a.Partial || a.Content != "part " {
 			t.Errorf("partial reply = %+v", a)
@@ -367,7 +395,7 @@ func TestCancel(t *testing.T) {
 			submit(t, h, "long task", "c-1")
 			until(t, a, event.Delta)
 			start := time.Now()
-			ok, err := h.Cancel(ctxT(t))
+			ok, err := h.CancelBy(ctxT(t), event.ChannelWeb)
 			if err != nil || !ok {
 				t.Fatalf("Cancel = %v, %v", ok, err)
 			}
@@ -381,8 +409,12 @@ func TestCancel(t *testing.T) {
 				if te := data[event.TurnEndData](t, end); te.Status != event.StatusCancelled {
 					t.Errorf("client %s turn_end = %+v", name, te)
 				}
-				if evs[len(evs)-2].Type != event.Notice || data[event.TextData](t, evs[len(evs)-2]).Text != CancelNotice {
-					t.Errorf("client %s: no cancel notice before turn_end: %v", name, types(evs))
+				if evs[len(evs)-2].Type != event.Notice {
+					t.Fatalf("client %s: no cancel notice before turn_end: %v", name, types(evs))
+				}
+				n := data[event.TextData](t, evs[len(evs)-2])
+				if !strings.HasPrefix(n.Text, "Cancelled from the web after ") || !strings.HasSuffix(n.Text, " s.") || n.By != event.ChannelWeb {
+					t.Errorf("client %s: cancel notice = %+v, want \"Cancelled from the web after N s.\" by web", name, n)
 				}
 			}
 			if d := time.Since(start); d > time.Second {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,16 +115,26 @@ func TestResetCancelsRunningTurnAndQueuedInputLandsAfter(t *testing.T) {
 	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
 		t.Fatal(err)
 	}
-	evs := until(t, s, event.User)
+	// The queued input was recorded on arrival, survives the reset (it
+	// is still to come) and starts in the new generation.
+	evs := persisted(until(t, s, event.TurnStart))
 	var kinds []string
 	for _, e := range evs {
 		kinds = append(kinds, string(e.Type))
 	}
-	if want := "assistant notice turn_end reset user"; strings.Join(kinds, " ") != want {
+	if want := "user assistant notice turn_end reset turn_start"; strings.Join(kinds, " ") != want {
 		t.Fatalf("events %v, want %s", kinds, want)
 	}
-	if d := data[event.UserData](t, evs[4]); d.Content != "queued" {
-		t.Fatalf("after reset ran %q, want the queued input", d.Content)
+	if d := data[event.UserData](t, evs[0]); d.Content != "queued" || !d.Queued || evs[5].Turn != evs[0].Turn {
+		t.Fatalf("after reset started %s, want the queued input %s", evs[5].Turn, evs[0].Data)
+	}
+	if n := data[event.TextData](t, evs[2]); n.By != CancelByReset || !strings.HasPrefix(n.Text, "Cancelled by a reset after") {
+		t.Errorf("cancel notice = %+v", n)
+	}
+	// A client joining after the reset still sees the waiting input.
+	_, snap := subscribe(t, h, 0)
+	if !slices.ContainsFunc(snap.Replay, func(f *Frame) bool { return f.Event.Seq == evs[0].Seq }) {
+		t.Errorf("replay after reset lacks the queued input %d", evs[0].Seq)
 	}
 	g.Release <- struct{}{}
 	until(t, s, event.TurnEnd)
@@ -300,11 +311,13 @@ func TestPatientInputsWaitInOrder(t *testing.T) {
 	h := startHub(t, Config{BusyPolicy: PolicyReject}, g)
 	s, _ := subscribe(t, h, 0)
 	submit(t, h, "web first", "w")
+	queuedTurns := map[string]string{}
 	for i := range 2 {
 		r, err := h.Submit(ctxT(t), Input{Channel: "email", From: "ana@example.com", Content: fmt.Sprint("mail ", i), ClientMsgID: fmt.Sprint("m", i), Patient: true})
-		if err != nil || r.Outcome != Queued {
+		if err != nil || r.Outcome != Queued || r.Echo == nil || r.Turn != r.Echo.Event.Turn {
 			t.Fatalf("patient input %d = %+v, %v", i, r, err)
 		}
+		queuedTurns[fmt.Sprint("m", i)] = r.Turn
 	}
 	if r := submit(t, h, "web second", "w2"); r.Outcome != Rejected {
 		t.Fatalf("impatient input while busy = %+v, want Rejected", r)
@@ -316,8 +329,8 @@ func TestPatientInputsWaitInOrder(t *testing.T) {
 			break
 		}
 		e := next(t, s)
-		if want := fmt.Sprint("mail ", i); e.Type != event.User || data[event.UserData](t, e).Content != want {
-			t.Fatalf("turn %d started with %s %s, want %q", i+2, e.Type, e.Data, want)
+		if want := fmt.Sprint("m", i); e.Type != event.TurnStart || e.Turn != queuedTurns[want] {
+			t.Fatalf("turn %d started with %s %s, want %s's %s", i+2, e.Type, e.Data, want, queuedTurns[want])
 		}
 	}
 }

@@ -18,6 +18,7 @@ type metrics struct {
 	appendLog     prometheus.Histogram
 	storageErrors *prometheus.CounterVec // by op
 	search        *prometheus.HistogramVec
+	waiting       prometheus.Gauge // inputs recorded as queued, not yet started
 }
 
 // Search callers, the label of frontdesk_search_duration_seconds.
@@ -52,6 +53,10 @@ func newMetrics() metrics {
 			Help:    "Full-text searches, by caller: client (API, REPL, UI) or tool (the agent's history_search).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"caller"}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "frontdesk_inputs_waiting",
+			Help: "Inputs recorded as queued (email, schedules, busy_policy queue) that have not started yet.",
+		}),
 	}
 	// Series that exist from the start, so dashboards and alerts see 0
 	// rather than nothing.
@@ -70,7 +75,7 @@ func newMetrics() metrics {
 // Info by package web.
 func (m *SessionManager) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.metrics.turnDuration, m.metrics.firstToken, m.metrics.appendLog,
-		m.metrics.storageErrors, m.metrics.search}
+		m.metrics.storageErrors, m.metrics.search, m.metrics.waiting}
 }
 
 // appendLog appends e to the chat log, timed and counted. Hub only.

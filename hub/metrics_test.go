@@ -67,3 +67,26 @@ func TestMetricsCountStorageErrors(t *testing.T) {
 		t.Fatalf("appends timed = %g, want 2 (failed ones included)", got)
 	}
 }
+
+func TestMetricsGaugeWaitingInputs(t *testing.T) {
+	rec := newRecorder()
+	h := startHub(t, Config{}, rec)
+	submit(t, h, "running", "a")
+	rec.ran(t)
+	waiting := func() float64 {
+		return testmetrics.Must(t, testmetrics.Scrape(t, h.Collectors()...), `frontdesk_inputs_waiting`)
+	}
+	for i, id := range []string{"m1", "m2"} {
+		if _, err := h.Submit(ctxT(t), Input{Channel: event.ChannelEmail, Content: "mail", ClientMsgID: id, Patient: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := waiting(); got != float64(i+1) {
+			t.Fatalf("after %d queued: frontdesk_inputs_waiting = %g", i+1, got)
+		}
+	}
+	rec.release <- struct{}{}
+	rec.ran(t) // m1 started
+	if got := waiting(); got != 1 {
+		t.Fatalf("after one started: frontdesk_inputs_waiting = %g, want 1", got)
+	}
+}

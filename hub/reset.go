@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,8 +26,9 @@ const (
 // consolidateTimeout bounds one memory consolidation (a model call).
 const consolidateTimeout = 2 * time.Minute
 
-// restore resumes seq, buffer, ring and accepted ids from the chat log's
-// tail, then marks a turn the process died in as interrupted.
+// restore resumes seq, buffer, ring, accepted ids and the waiting line
+// from the chat log's tail, then marks a turn the process died in as
+// interrupted. Run starts the first waiting input afterwards.
 func (m *SessionManager) restore(tail []event.Event) {
 	clean := make([]event.Event, 0, len(tail))
 	for _, e := range tail {
@@ -37,12 +39,14 @@ func (m *SessionManager) restore(tail []event.Event) {
 		m.seq = e.Seq
 		clean = append(clean, e)
 	}
-	var open *event.Event // the last turn, while it has no turn_end
 	type ask struct{ id, turn string }
 	var asked []ask // approval requests without a result
+	turns := turnStates{}
 	resetAt := -1
+	var keptWaiting []event.Event // queued inputs not started at the last reset
 	for i, e := range clean {
 		m.ring.Add(e)
+		turns.add(e)
 		switch e.Type {
 		case event.ApprovalRequest:
 			var d event.ApprovalRequestData
@@ -54,18 +58,13 @@ func (m *SessionManager) restore(tail []event.Event) {
 			if e.Decode(&d) == nil {
 				asked = slices.DeleteFunc(asked, func(a ask) bool { return a.id == d.ID })
 			}
-		case event.User:
-			open = &clean[i]
-		case event.TurnEnd:
-			if open != nil && e.Turn == open.Turn {
-				open = nil
-			}
 		case event.Reset:
 			resetAt = i
+			keptWaiting = m.ring.Waiting()
 		}
 	}
 	// The buffer is what it was after the last reset: the exchanges that
-	// reset kept, then everything since.
+	// reset kept and the inputs still waiting then, then everything since.
 	keep := clean
 	if resetAt >= 0 {
 		var d event.ResetData
@@ -74,7 +73,7 @@ func (m *SessionManager) restore(tail []event.Event) {
 		for _, e := range clean[:resetAt] {
 			kept.Add(e)
 		}
-		keep = append(kept.Events(), clean[resetAt:]...)
+		keep = append(bySeq(append(kept.Events(), keptWaiting...)), clean[resetAt:]...)
 		m.lastReset = clean[resetAt].Seq
 	}
 	frames := make(map[int64]*Frame, len(clean))
@@ -98,15 +97,86 @@ func (m *SessionManager) restore(tail []event.Event) {
 		// It waited when the process died: nobody can answer it now.
 		m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByRestart}))
 	}
-	if open != nil {
-		// The process died mid-turn: close the turn for everyone.
-		m.publish(event.New(event.TurnEnd, open.Turn, time.Time{}, event.TurnEndData{
-			Status:     event.StatusInterrupted,
-			Error:      "the server stopped while this reply was running",
-			DurationMS: max(0, m.cfg.Now().Sub(open.TS.Std()).Milliseconds()),
+	for _, t := range turns.open() {
+		// The process died mid-turn: close the turn for everyone. Its
+		// duration runs to its last logged event, not across the downtime.
+		const why = "the server stopped while this reply was running"
+		m.publish(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
+			Status: event.StatusInterrupted, Error: why,
+			DurationMS: max(0, t.last.Sub(t.start).Milliseconds()),
 		}))
-		m.settle(TurnOutcome{Turn: open.Turn, Status: event.StatusInterrupted, Error: "the server stopped while this reply was running"})
+		m.settle(TurnOutcome{Turn: t.id, Status: event.StatusInterrupted, Error: why})
 	}
+	m.restoreWaiting(turns.waiting(), frames)
+}
+
+// turnState is what the log says of one turn.
+type turnState struct {
+	id          string
+	user        event.Event
+	seq         int64 // its user event's, for the order
+	queued      bool  // recorded as queued
+	started     bool  // a turn_start, or not queued
+	ended       bool  // a turn_end
+	start, last time.Time
+}
+
+// turnStates follows the turns of a log tail (restore only).
+type turnStates map[string]*turnState
+
+func (ts turnStates) add(e event.Event) {
+	if e.Turn == "" {
+		return
+	}
+	t := ts[e.Turn]
+	if e.Type == event.User {
+		q := history.Queued(e)
+		t = &turnState{id: e.Turn, user: e, seq: e.Seq, queued: q, started: !q, start: e.TS.Std()}
+		ts[e.Turn] = t
+	}
+	if t == nil {
+		return // its input is older than the tail
+	}
+	t.last = e.TS.Std()
+	switch e.Type {
+	case event.TurnStart:
+		t.started, t.start = true, e.TS.Std()
+	case event.TurnEnd:
+		t.ended = true
+	}
+}
+
+// open returns the turns that started and did not end, oldest first.
+func (ts turnStates) open() []*turnState {
+	return ts.sorted(func(t *turnState) bool { return t.started && !t.ended })
+}
+
+// waiting returns the queued inputs that neither started nor ended,
+// oldest first.
+func (ts turnStates) waiting() []event.Event {
+	var out []event.Event
+	for _, t := range ts.sorted(func(t *turnState) bool { return t.queued && !t.started && !t.ended }) {
+		out = append(out, t.user)
+	}
+	return out
+}
+
+func (ts turnStates) sorted(keep func(*turnState) bool) []*turnState {
+	var out []*turnState
+	for _, t := range ts {
+		if keep(t) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *turnState) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// bySeq sorts events by seq (the ring holds exchanges in the order their
+// turns started, which a queued input can make differ from seq order).
+func bySeq(evs []event.Event) []event.Event {
+	slices.SortFunc(evs, func(a, b event.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return evs
 }
 
 // reset runs DESIGN.md rule 8: cancel the running turn; write the buffer
@@ -121,7 +191,7 @@ func (m *SessionManager) restore(tail []event.Event) {
 // undone (as far as the disk allows), nothing else changes, and the
 // *StorageError says why; a turn it cancelled stays cancelled.
 func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetData, error) {
-	m.cancelTurn()
+	m.cancelTurn(CancelByReset)
 	// Queued inputs run either way: in the new generation, or in the old
 	// one if the reset failed.
 	defer m.startPending(ctx)
@@ -161,20 +231,21 @@ func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetD
 	m.indexed(e.Seq)
 
 	// On disk: now the session in memory follows.
-	var outgoing []event.Event // this generation's conversation, for memory
+	// This generation's conversation, for memory.
+	outgoing := conversation(m.buf, m.lastReset)
+	// The buffer keeps the ring's exchanges and the inputs still waiting
+	// (they run in the new generation), in seq order.
+	frames := make(map[int64]*Frame, len(m.buf))
 	for _, f := range m.buf {
-		if f.Event.Seq > m.lastReset && (f.Event.Type == event.User || f.Event.Type == event.Assistant) {
-			outgoing = append(outgoing, f.Event)
-		}
+		frames[f.Event.Seq] = f
 	}
 	kept := m.ring.Events()
-	bySeq := make(map[int64]*Frame, len(m.buf))
-	for _, f := range m.buf {
-		bySeq[f.Event.Seq] = f
+	for _, f := range m.waitingEchoes() {
+		kept = append(kept, f.Event)
 	}
 	buf := make([]*Frame, 0, len(kept)+1)
-	for _, k := range kept {
-		f, ok := bySeq[k.Seq]
+	for _, k := range bySeq(kept) {
+		f, ok := frames[k.Seq]
 		if !ok {
 			f = newFrame(k)
 		}
@@ -277,7 +348,11 @@ func (m *SessionManager) saveLongTerm(ctx context.Context, mem *memory.Store, en
 			if failed {
 				m.report(partLongTerm, nil)
 			}
-			log.Info("memory consolidated", "heading", entry.Heading, "fallback", entry.Fallback, "summarizer_err", entry.Err)
+			attrs := []any{"heading", entry.Heading, "fallback", entry.Fallback}
+			if entry.Err != nil {
+				attrs = append(attrs, "summarizer_err", entry.Err) // why the fallback
+			}
+			log.Info("memory consolidated", attrs...)
 			if m.cfg.Index != nil {
 				m.cfg.Index.NotifyMemory()
 			}
@@ -309,12 +384,7 @@ func (m *SessionManager) saveShortTerm() {
 	if m.cfg.Memory == nil {
 		return
 	}
-	var cur []event.Event
-	for _, f := range m.buf {
-		if f.Event.Type == event.User || f.Event.Type == event.Assistant {
-			cur = append(cur, f.Event)
-		}
-	}
+	cur := conversation(m.buf, 0)
 	select {
 	case <-m.shortTerm: // drop the stale snapshot
 	default:

@@ -412,9 +412,8 @@ func TestConsolidationPendingAtShutdownIsLogged(t *testing.T) {
 	}
 }
 
-// A queued input whose turn comes while the chat log cannot be written
-// never runs, and its sender hears why: an error with the storage code,
-// and the outcome StatusNotRecorded (so email offers it again).
+// A queued input whose echo cannot be written on arrival is not queued:
+// its sender gets the storage error, nobody sees it, and it never runs.
 func TestQueuedInputNotRecorded(t *testing.T) {
 	disk := testdisk.New(t)
 	if !disk.Full {
@@ -429,17 +428,66 @@ func TestQueuedInputNotRecorded(t *testing.T) {
 	s, _ := subscribe(t, h, 0)
 	submit(t, h, "running", "a")
 	until(t, s, event.Delta)
+	disk.Fail()
+	_, err = h.Submit(ctxT(t), Input{Channel: "web", Content: bigInput, ClientMsgID: "b"})
+	var se *StorageError
+	if !errors.As(err, &se) || se.Code != StorageFull {
+		t.Fatalf("queued submit on a full disk = %v, want storage_full", err)
+	}
+	g.Release <- struct{}{}
+	evs := until(t, s, event.TurnEnd)
+	for _, e := range evs {
+		if e.Type == event.User && e.Turn != "t1" {
+			t.Errorf("an input that was not recorded was echoed: %s", e.Data)
+		}
+	}
+	if info, _ := h.Info(ctxT(t)); info.Busy {
+		t.Fatalf("an input that was not recorded runs: %+v", info)
+	}
+}
+
+// faultyLog is the real chat log with writes of chosen types failing.
+type faultyLog struct {
+	*history.Log
+	fail event.Type
+}
+
+func (l faultyLog) Append(e event.Event) error {
+	if e.Type == l.fail {
+		return errors.New("injected write failure")
+	}
+	return l.Log.Append(e)
+}
+
+// A queued input whose turn_start cannot be written does not run (a crash
+// could not tell that it had): its sender hears why (an error with the
+// storage code, the outcome StatusNotRecorded, so email offers it again),
+// its turn is closed in the log, and a restart does not run it either.
+func TestQueuedInputNotStarted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chat_history.ndjson")
+	lg, err := history.Open(history.Options{Path: path, RotateMB: 5, Fsync: history.FsyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testagent.NewGate()
+	h := startHubWithLog(t, Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}, g, faultyLog{lg, event.TurnStart})
+	s, _ := subscribe(t, h, 0)
+	submit(t, h, "running", "a")
+	until(t, s, event.Delta)
 	done := make(chan TurnOutcome, 1)
 	notified := make(chan event.Event, 1)
-	r, err := h.Submit(ctxT(t), Input{Channel: "web", Content: bigInput, ClientMsgID: "b", Done: done,
+	r, err := h.Submit(ctxT(t), Input{Channel: "email", Content: "mail", ClientMsgID: "b", Done: done, Patient: true,
 		Notify: func(e event.Event) { notified <- e }})
 	if err != nil || r.Outcome != Queued {
 		t.Fatalf("queued submit = %+v, %v", r, err)
 	}
-	disk.Fail()
 	g.Release <- struct{}{}
 	until(t, s, event.TurnEnd)
-
+	evs := until(t, s, event.TurnEnd)
+	if te := data[event.TurnEndData](t, evs[len(evs)-1]); evs[len(evs)-1].Turn != r.Turn || te.Status != event.StatusError {
+		t.Fatalf("queued turn closed with %s %s, want turn_end error for %s", evs[len(evs)-1].Turn, evs[len(evs)-1].Data, r.Turn)
+	}
 	var o TurnOutcome
 	select {
 	case o = <-done:
@@ -447,19 +495,26 @@ func TestQueuedInputNotRecorded(t *testing.T) {
 		t.Fatal("no outcome for the queued input")
 	}
 	var se *StorageError
-	if o.Status != StatusNotRecorded || !errors.As(o.Err, &se) || se.Code != StorageFull {
-		t.Fatalf("outcome %+v, want not_recorded with a storage_full error", o)
+	if o.Status != StatusNotRecorded || !errors.As(o.Err, &se) || se.Code != StorageFailed {
+		t.Fatalf("outcome %+v, want not_recorded with a storage_error", o)
 	}
-	var e event.Event
 	select {
-	case e = <-notified:
+	case e := <-notified:
+		if d := data[event.ErrorData](t, e); e.Type != event.Error || d.Code != StorageFailed || d.ClientMsgID != "b" {
+			t.Fatalf("submitter told %s %s, want error storage_error for b", e.Type, e.Data)
+		}
 	case <-ctxT(t).Done():
 		t.Fatal("the submitter of the queued input was not told")
 	}
-	if d := data[event.ErrorData](t, e); e.Type != event.Error || d.Code != StorageFull || d.ClientMsgID != "b" {
-		t.Fatalf("submitter told %s %s, want error storage_full for b", e.Type, e.Data)
-	}
 	if info, _ := h.Info(ctxT(t)); info.Busy {
 		t.Fatalf("busy after the queued input failed to start: %+v", info)
+	}
+	h.stop()
+	lg.Close()
+
+	// After a restart nothing waits: the log closed the turn.
+	h2 := startHub(t, Config{DataDir: dir, Restore: readLog(t, dir)}, g)
+	if info, _ := h2.Info(ctxT(t)); info.Busy {
+		t.Fatalf("the input that was not started runs after a restart: %+v", info)
 	}
 }

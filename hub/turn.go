@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -56,57 +55,54 @@ func (m *SessionManager) rememberID(id string, f *Frame) {
 	}
 }
 
-// waiting reports whether an input with this client_msg_id waits to run.
-func (m *SessionManager) waiting(id string) bool {
-	if m.pending != nil && m.pending.ClientMsgID == id {
-		return true
-	}
-	for _, p := range m.patient {
-		if p.ClientMsgID == id {
-			return true
-		}
-	}
-	return false
-}
-
 func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
 	if in.ClientMsgID != "" {
+		// Also a queued input that waits: its echo was recorded on arrival.
 		if f, ok := m.accepted[in.ClientMsgID]; ok {
 			m.await(f.Event.Turn, in.Done)
 			return Result{Outcome: Duplicate, Turn: f.Event.Turn, Echo: f}, nil
 		}
-		if m.waiting(in.ClientMsgID) {
-			return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
-		}
 	}
-	if m.turn == nil {
+	if m.turn == nil && m.waitingCount() == 0 {
 		return m.startTurn(ctx, in)
 	}
-	if in.Patient {
-		// Patient inputs (email) are never refused as busy: they wait in
-		// order, whatever busy_policy says.
+	busy := ""
+	if m.turn != nil {
+		busy = m.turn.id
+	}
+	if in.Patient || m.turn == nil {
+		// Patient inputs (email, schedules) are never refused as busy:
+		// they wait in order, whatever busy_policy says. (With no turn
+		// running and inputs waiting — a storage fault kept the first from
+		// starting — a new input waits behind them too.)
 		if len(m.patient) >= maxPatient {
 			return Result{}, ErrQueueFull
 		}
-		m.patient = append(m.patient, in)
-		return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
+		q, err := m.enqueue(in)
+		if err != nil {
+			return Result{}, err
+		}
+		m.patient = append(m.patient, q)
+		m.gaugeWaiting()
+		return q.result(busy), nil
 	}
 	switch m.cfg.BusyPolicy {
 	case PolicyQueue:
-		if old := m.pending; old != nil {
-			if old.Notify != nil {
-				old.Notify(event.New(event.Busy, "", m.cfg.Now(), event.BusyData{
-					Turn:        m.turn.id,
-					Message:     "A newer message replaced yours in the queue; yours was not sent.",
-					ClientMsgID: old.ClientMsgID,
-				}))
-			}
-			sendOutcome(old.Done, TurnOutcome{Status: StatusReplaced, Error: "replaced by a newer message before it ran"})
+		q, err := m.enqueue(in)
+		if err != nil {
+			return Result{}, err // the one already waiting stays
 		}
-		m.pending = &in
-		return Result{Outcome: Queued, Turn: m.turn.id, Busy: queuedBusy(m.turn.id, in.ClientMsgID)}, nil
+		if old := m.pending; old != nil {
+			m.replace(old)
+		}
+		m.pending = q
+		m.gaugeWaiting()
+		return q.result(busy), nil
 	case PolicyInterrupt:
-		m.cancelTurn()
+		if m.turn != nil {
+			m.turn.interrupted = true
+		}
+		m.cancelTurn(in.Channel)
 		return m.startTurn(ctx, in)
 	default:
 		m.counters.Rejected++
@@ -123,22 +119,23 @@ func queuedBusy(turn, clientMsgID string) event.BusyData {
 		Message: "The assistant is busy; your message is queued and runs when the current reply ends."}
 }
 
-// startTurn logs and echoes the input, then runs the agent on a goroutine
-// of its own. The input is on disk (per session.fsync) before anyone sees it.
-func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error) {
+// record logs and echoes an input as a user event of a new turn (queued:
+// it runs later). The input is on disk (per session.fsync) before anyone
+// sees it; if it cannot be written, nothing is echoed and the caller gets
+// a *StorageError.
+func (m *SessionManager) record(in Input, queued bool) (*Frame, error) {
 	seq := m.seq + 1
 	id := "t" + strconv.FormatInt(seq, 10)
-	content := truncate(in.Content)
 	e := event.New(event.User, id, m.cfg.Now(), event.UserData{
-		Channel: in.Channel, From: in.From, Content: content, ClientMsgID: in.ClientMsgID,
-		Attachments: in.Attachments, ScheduleID: in.ScheduleID,
+		Channel: in.Channel, From: in.From, Content: truncate(in.Content), ClientMsgID: in.ClientMsgID,
+		Attachments: in.Attachments, ScheduleID: in.ScheduleID, Queued: queued,
 	})
 	e.Seq = seq
 	err := m.appendLog(e)
 	m.stored(partChatLog, err, "seq", seq, "type", e.Type)
 	if err != nil {
 		// Not on disk: not echoed, not run; the sender is told.
-		return Result{}, storageErr("record input", err)
+		return nil, storageErr("record input", err)
 	}
 	m.seq = seq
 	m.indexed(seq)
@@ -147,18 +144,36 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 		m.rememberID(in.ClientMsgID, f)
 	}
 	m.watch.Touch()
+	return f, nil
+}
 
+// startTurn logs and echoes the input, then runs it.
+func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error) {
+	f, err := m.record(in, false)
+	if err != nil {
+		return Result{}, err
+	}
+	m.run(ctx, in, f.Event)
+	m.await(f.Event.Turn, in.Done) // after run: the turn is running now
+	return Result{Outcome: Started, Turn: f.Event.Turn, Echo: f}, nil
+}
+
+// run starts the agent on the recorded input u (a user event) on a
+// goroutine of its own; the session is busy until the turn ends.
+func (m *SessionManager) run(ctx context.Context, in Input, u event.Event) {
+	id := u.Turn
+	var d event.UserData
+	_ = u.Decode(&d) // the hub encoded it
 	// Only the hub cancels a turn (Cancel, interrupt, reset, shutdown), so
 	// it always knows which status the turn ends with: at shutdown the turn
 	// is marked interrupted before its context is cancelled, never
 	// "cancelled" by a backend that noticed Run's context first.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.turn = &turn{id: id, cancel: cancel, started: m.cfg.Now(), begun: time.Now()}
-	m.await(id, in.Done)
 	req := agent.Request{
-		Turn: id, Channel: in.Channel, From: in.From, Content: content,
-		Attachments: in.Attachments,
-		Context:     m.ringBefore(seq),
+		Turn: id, Channel: d.Channel, From: d.From, Content: d.Content,
+		Attachments: d.Attachments,
+		Context:     m.ringBefore(id),
 		Tools:       m.turnTools(id),
 		Notes:       m.notes(in),
 	}
@@ -192,7 +207,6 @@ func (m *SessionManager) startTurn(ctx context.Context, in Input) (Result, error
 		case <-m.done:
 		}
 	}()
-	return Result{Outcome: Started, Turn: id, Echo: f}, nil
 }
 
 // longTermContextBytes bounds the long-term memory put into each turn.
@@ -228,24 +242,28 @@ func limitData(data any) any {
 	return data
 }
 
-// ringBefore is the chat ring without the exchange starting at seq.
-func (m *SessionManager) ringBefore(seq int64) []event.Event {
+// ringBefore is the chat ring without the exchange of turn (the one
+// starting now: the agent gets its input separately).
+func (m *SessionManager) ringBefore(turn string) []event.Event {
 	evs := m.ring.Events()
-	for i, e := range evs {
-		if e.Seq >= seq {
-			return evs[:i]
+	out := evs[:0]
+	for _, e := range evs {
+		if e.Turn != turn {
+			out = append(out, e)
 		}
 	}
-	return evs
+	return out
 }
 
 // cancelTurn ends the running turn as cancelled, at once, whatever the
-// backend does next. It reports whether a turn was running.
-func (m *SessionManager) cancelTurn() bool {
+// backend does next. by says who cancelled (see CancelBy; "" unknown), for
+// the notice. It reports whether a turn was running.
+func (m *SessionManager) cancelTurn(by string) bool {
 	if m.turn == nil {
 		return false
 	}
 	m.turn.cancel()
+	m.turn.by = by
 	m.finish(event.StatusCancelled, m.turn.text.String(), "", nil)
 	return true
 }
@@ -255,41 +273,6 @@ func (m *SessionManager) endTurn(ctx context.Context, status, content, errMsg st
 	m.turn.cancel()
 	m.finish(status, content, errMsg, usage)
 	m.startPending(ctx)
-}
-
-// startPending starts the next waiting input: patient ones first, in
-// arrival order, then the one queued under busy_policy queue.
-func (m *SessionManager) startPending(ctx context.Context) {
-	var next Input
-	switch {
-	case m.turn != nil:
-		return
-	case len(m.patient) > 0:
-		next = m.patient[0]
-		m.patient = m.patient[1:]
-	case m.pending != nil:
-		next = *m.pending
-		m.pending = nil
-	default:
-		return
-	}
-	if _, err := m.startTurn(ctx, next); err != nil {
-		code, msg := "internal", err.Error()
-		var se *StorageError
-		if errors.As(err, &se) {
-			code, msg = se.Code, se.Message() // stored has logged it
-		} else {
-			m.cfg.Logger.Error("start queued input", "err", err)
-		}
-		if next.Notify != nil {
-			next.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: code, Message: msg, ClientMsgID: next.ClientMsgID}))
-		}
-		status := event.StatusError
-		if se != nil {
-			status = StatusNotRecorded
-		}
-		sendOutcome(next.Done, TurnOutcome{Status: status, Error: msg, Err: err})
-	}
 }
 
 // finish appends the turn's closing events — the reply (partial unless
@@ -311,7 +294,8 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 			event.AssistantData{Content: content, Partial: status != event.StatusCompleted}))
 	}
 	if status == event.StatusCancelled {
-		m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{Text: CancelNotice}))
+		m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{
+			Text: cancelNotice(t.by, t.interrupted, m.cfg.Now().Sub(t.started)), By: t.by}))
 	}
 	m.publish(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
 		Status: status, Error: errMsg, DurationMS: m.cfg.Now().Sub(t.started).Milliseconds(), Usage: usage,
@@ -333,7 +317,7 @@ func (m *SessionManager) await(turn string, done chan<- TurnOutcome) {
 		sendOutcome(done, o)
 		return
 	}
-	if m.turn != nil && m.turn.id == turn {
+	if (m.turn != nil && m.turn.id == turn) || m.isWaiting(turn) {
 		m.waiters[turn] = append(m.waiters[turn], done)
 		return
 	}

@@ -28,7 +28,7 @@ type apiHandlers struct {
 }
 
 func (h *apiHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
-	ok, err := h.s.Cancel(r.Context())
+	ok, err := h.s.CancelBy(r.Context(), hub.CancelByAPI)
 	if err != nil {
 		return err
 	}

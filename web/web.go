@@ -25,7 +25,7 @@ var static embed.FS
 // Session is the part of the hub the API uses.
 type Session interface {
 	Info(ctx context.Context) (hub.Info, error)
-	Cancel(ctx context.Context) (bool, error)
+	CancelBy(ctx context.Context, by string) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ergochat/readline"
@@ -30,7 +31,7 @@ import (
 type Session interface {
 	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
-	Cancel(ctx context.Context) (bool, error)
+	CancelBy(ctx context.Context, by string) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 	Info(ctx context.Context) (hub.Info, error)
@@ -47,8 +48,12 @@ type Options struct {
 	// Color enables ANSI styling (dim status lines, bold labels).
 	Color bool
 	// Logs, if set, is pointed at the REPL while it runs, so log lines do
-	// not break the prompt; it is pointed back when the REPL ends.
+	// not break the prompt (they are shown in the console's own form, see
+	// humanLog); it is pointed back when the REPL ends.
 	Logs *LogSink
+	// Stop, if set, stops the whole server (a clean shutdown, as SIGTERM):
+	// Ctrl-\ at the prompt calls it. Nil: Ctrl-\ is ignored.
+	Stop func()
 	// Schedules, if set, serves /schedules.
 	Schedules Schedules
 }
@@ -93,12 +98,17 @@ const help = `Type a message and press Enter to send it to the assistant.
   /status          show the session state
   /schedules       list reminders and recurring tasks; /schedules cancel <id> cancels one
   /help            this text
-  /quit            leave the console (Ctrl-D too); the server keeps running`
+  /quit            leave the console (Ctrl-D too); the server keeps running
+Ctrl-\ stops the server (as SIGTERM does), here and after /quit.`
+
+// closedNote is printed when the REPL ends and the server goes on.
+const closedNote = "console closed; the server keeps running (stop it with Ctrl-C or Ctrl-\\, or SIGTERM)"
 
 // Run runs the REPL until /quit, Ctrl-D, the end of stdin, or ctx ends.
 // The server goes on either way; Run returns nil unless the REPL could
 // not start.
 func Run(ctx context.Context, s Session, o Options) error {
+	r := &repl{s: s, stop: o.Stop, sched: o.Schedules}
 	cfg := &readline.Config{
 		Prompt:          o.style(bold, "you› "),
 		Stdin:           o.Stdin,
@@ -107,34 +117,11 @@ func Run(ctx context.Context, s Session, o Options) error {
 		InterruptPrompt: "^C",
 		EOFPrompt:       "\n",
 		HistoryLimit:    -1, // nothing typed here is kept outside the chat log
+		// Unbound control keys would stay in the line as invisible
+		// characters; Ctrl-\ stops the server.
+		FuncFilterInputRune: r.filterRune,
 	}
-	// Terminal handling follows the streams we were given, not the
-	// process's fds 0 and 1 (the library's default): a reader that is no
-	// file is never a terminal.
-	cfg.FuncIsTerminal = func() bool { return false }
-	if f, ok := o.Stdin.(*os.File); ok {
-		fd := int(f.Fd())
-		var saved *term.State
-		cfg.FuncIsTerminal = func() bool { return term.IsTerminal(fd) }
-		cfg.FuncMakeRaw = func() (err error) { saved, err = term.MakeRaw(fd); return err }
-		cfg.FuncExitRaw = func() error {
-			if saved == nil {
-				return nil
-			}
-			return term.Restore(fd, saved)
-		}
-		out := fd
-		if of, ok := o.Stdout.(*os.File); ok {
-			out = int(of.Fd())
-		}
-		cfg.FuncGetSize = func() (int, int) {
-			w, h, err := term.GetSize(out)
-			if err != nil || w <= 0 || h <= 0 {
-				return 80, 24 // a pty nobody sized: assume the classic terminal
-			}
-			return w, h
-		}
-	}
+	terminalFuncs(cfg, o)
 	rl, err := readline.NewFromConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("start console: %w", err)
@@ -143,13 +130,29 @@ func Run(ctx context.Context, s Session, o Options) error {
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { rl.Close() })
 	defer stop()
+	if IsTerminal(o.Stdout) {
+		// Last: readline leaves its prompt on the screen when closed.
+		defer io.WriteString(o.Stdout, "\r\x1b[K")
+	}
 	defer rl.Close()
+
+	prompt := cfg.Prompt
+	p := &printer{w: rl, o: o, prompt: func(hide bool) {
+		c := rl.GetConfig()
+		if hide {
+			// While a reply streams its line has no prompt after it, and
+			// Ctrl-C adds no "^C" to it: the notice says what happened.
+			c.Prompt, c.InterruptPrompt = "", ""
+		} else {
+			c.Prompt, c.InterruptPrompt = prompt, cfg.InterruptPrompt
+		}
+		rl.SetConfig(c)
+	}}
+	r.p = p
 	if o.Logs != nil {
-		old := o.Logs.swap(rl.Stderr())
+		old := o.Logs.swap(logWriter{p})
 		defer o.Logs.swap(old)
 	}
-
-	p := &printer{w: rl, o: o}
 	sub, snap, err := s.Subscribe(ctx, 0)
 	if err != nil {
 		return fmt.Errorf("start console: %w", err)
@@ -162,24 +165,23 @@ func Run(ctx context.Context, s Session, o Options) error {
 	}()
 	defer func() { cancel(); <-printerDone }()
 
-	r := &repl{s: s, p: p, sched: o.Schedules}
 	for {
 		line, err := rl.ReadLine()
 		switch {
 		case errors.Is(err, readline.ErrInterrupt):
-			// readline ends "^C" with a bare LF (raw mode): return to the
-			// first column before the next prompt is drawn.
-			p.write("\r")
+			// readline ends the line with a bare LF (raw mode): return to
+			// the first column before the next prompt is drawn.
+			p.interrupted()
 			r.interrupt(ctx)
 			continue
 		case err != nil: // io.EOF (Ctrl-D, end of input) or closed
-			if ctx.Err() == nil {
-				p.line(o.style(dim, "console closed; the server keeps running (stop it with Ctrl-\\ or SIGTERM)"))
+			if ctx.Err() == nil && !r.stopping.Load() {
+				p.say(o.style(dim, closedNote))
 			}
 			return nil
 		}
-		if quit := r.handle(ctx, strings.TrimSpace(line)); quit {
-			p.say(o.style(dim, "console closed; the server keeps running (stop it with Ctrl-\\ or SIGTERM)"))
+		if quit := r.handle(ctx, strings.TrimSpace(stripControl(line))); quit {
+			p.say(o.style(dim, closedNote))
 			return nil
 		}
 	}
@@ -190,20 +192,24 @@ type repl struct {
 	s  Session
 	p  *printer
 	id int
+	// stop stops the server (Options.Stop); stopping is set once Ctrl-\
+	// asked for it (on readline's goroutine).
+	stop     func()
+	stopping atomic.Bool
 	// sched serves /schedules; nil: not available.
 	sched Schedules
 }
 
 func (r *repl) interrupt(ctx context.Context) {
 	// Ctrl-C cancels a running reply; otherwise readline has cleared the line.
-	if ok, err := r.s.Cancel(ctx); err == nil && ok {
+	if ok, err := r.s.CancelBy(ctx, event.ChannelConsole); err == nil && ok {
 		return // the notice arrives through the stream
 	}
 }
 
 func (r *repl) handle(ctx context.Context, line string) (quit bool) {
-	if line == "" {
-		return false
+	if line == "" || r.stopping.Load() {
+		return false // typed ahead of Ctrl-\: the server is stopping
 	}
 	if !strings.HasPrefix(line, "/") || strings.HasPrefix(line, "//") {
 		r.send(ctx, strings.TrimPrefix(line, "/"))
@@ -217,7 +223,7 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 	case "/help":
 		r.p.say(help)
 	case "/cancel":
-		ok, err := r.s.Cancel(ctx)
+		ok, err := r.s.CancelBy(ctx, event.ChannelConsole)
 		switch {
 		case err != nil:
 			r.p.say("cancel failed: " + err.Error())
@@ -245,7 +251,7 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		if info.Busy {
 			state = "working on " + info.Turn
 		}
-		r.p.say(fmt.Sprintf("session %s · generation %d · %s · last seq %d · %d clients", info.SessionID, info.Generation, state, info.LastSeq, info.Subscribers))
+		r.p.say(fmt.Sprintf("session %s · generation %d · %s · last seq %d · %s", info.SessionID, info.Generation, state, info.LastSeq, clientCount(info.Subscribers)))
 	case "/history":
 		n := 20
 		if arg != "" {
@@ -345,4 +351,36 @@ func (o Options) style(code, s string) string {
 		return s
 	}
 	return code + s + "\x1b[0m"
+}
+
+// terminalFuncs makes readline's terminal handling follow the streams we
+// were given, not the process's fds 0 and 1 (the library's default): a
+// reader that is no file is never a terminal.
+func terminalFuncs(cfg *readline.Config, o Options) {
+	cfg.FuncIsTerminal = func() bool { return false }
+	f, ok := o.Stdin.(*os.File)
+	if !ok {
+		return
+	}
+	fd := int(f.Fd())
+	var saved *term.State
+	cfg.FuncIsTerminal = func() bool { return term.IsTerminal(fd) }
+	cfg.FuncMakeRaw = func() (err error) { saved, err = term.MakeRaw(fd); return err }
+	cfg.FuncExitRaw = func() error {
+		if saved == nil {
+			return nil
+		}
+		return term.Restore(fd, saved)
+	}
+	out := fd
+	if of, ok := o.Stdout.(*os.File); ok {
+		out = int(of.Fd())
+	}
+	cfg.FuncGetSize = func() (int, int) {
+		w, h, err := term.GetSize(out)
+		if err != nil || w <= 0 || h <= 0 {
+			return 80, 24 // a pty nobody sized: assume the classic terminal
+		}
+		return w, h
+	}
 }

@@ -21,8 +21,14 @@ type printer struct {
 	w  io.Writer
 	o  Options
 
+	// prompt hides readline's prompt while a reply streams (true) and
+	// shows it again; nil: nothing to hide (tests).
+	prompt func(hide bool)
+
 	streaming string // turn whose reply is being streamed on the current line
+	cut       string // turn whose streamed line Ctrl-C ended (its reply is on screen)
 	lastSeq   int64
+	queued    map[string]string // waiting inputs' labels by turn, for their start
 }
 
 // write writes s with every newline as CR LF: while readline shows the
@@ -51,10 +57,46 @@ func (p *printer) show(e event.Event) {
 // row but not in its first column.
 func (p *printer) line(s string) {
 	if p.streaming != "" {
-		p.write("\n")
-		p.streaming = ""
+		p.endStream()
 	}
 	p.write("\r" + s + "\n")
+}
+
+// startStream begins a reply's line: the prompt is hidden until it ends,
+// so it is not drawn after the streamed words.
+func (p *printer) startStream(turn string) {
+	if p.streaming != "" {
+		p.endStream()
+	}
+	if p.prompt != nil {
+		p.prompt(true)
+	}
+	p.streaming = turn
+	p.write(p.o.style(bold, "assistant› "))
+}
+
+// endStream ends the streamed line and brings the prompt back below it.
+func (p *printer) endStream() {
+	if p.prompt != nil {
+		p.prompt(false) // before the write: readline redraws after it
+	}
+	p.write("\n")
+	p.streaming = ""
+}
+
+// interrupted is called when Ctrl-C ended readline's line: during a
+// streamed reply that line was the reply's own, now ended.
+func (p *printer) interrupted() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.streaming != "" {
+		p.cut = p.streaming
+		p.streaming = ""
+		if p.prompt != nil {
+			p.prompt(false)
+		}
+	}
+	p.write("\r")
 }
 
 func (p *printer) welcome(snap hub.Snapshot) {
@@ -62,15 +104,16 @@ func (p *printer) welcome(snap hub.Snapshot) {
 	defer p.mu.Unlock()
 	c := snap.Connected
 	p.line(p.o.style(dim, fmt.Sprintf("frontdesk console — session %s, generation %d. /help for commands.", c.SessionID, c.Generation)))
-	// A little context: the last few exchanges.
+	// A little context: the last few exchanges, with the marks of what
+	// happened to them (a reset, a cancel, an interruption).
 	var recent []event.Event
 	for _, f := range snap.Replay {
-		if f.Event.Type == event.User || f.Event.Type == event.Assistant {
+		if welcomeLine(f.Event) {
 			recent = append(recent, f.Event)
 		}
 	}
-	if len(recent) > 6 {
-		recent = recent[len(recent)-6:]
+	if len(recent) > 8 {
+		recent = recent[len(recent)-8:]
 	}
 	for _, e := range recent {
 		p.historyLine(e)
@@ -81,6 +124,20 @@ func (p *printer) welcome(snap hub.Snapshot) {
 	if c.Busy {
 		p.line(p.o.style(dim, "… the assistant is working on a reply"))
 	}
+}
+
+// welcomeLine says whether e is shown in the welcome's context: the
+// messages, resets, notices (a cancel's says who and when) and turns that
+// did not complete for another reason.
+func welcomeLine(e event.Event) bool {
+	switch e.Type {
+	case event.User, event.Assistant, event.Reset, event.Notice:
+		return true
+	case event.TurnEnd:
+		st := decode[event.TurnEndData](e).Status
+		return st == event.StatusInterrupted || st == event.StatusError
+	}
+	return false
 }
 
 // follow prints the live stream until ctx ends or the hub stops; a slow
@@ -140,29 +197,49 @@ func (p *printer) event(e event.Event) {
 	switch e.Type {
 	case event.User:
 		d := decode[event.UserData](e)
+		if d.Queued {
+			// Recorded now, run later: shown at once, and again when it starts.
+			if p.queued == nil {
+				p.queued = map[string]string{}
+			}
+			p.queued[e.Turn] = label(d.Channel, d.From)
+			if d.Channel == event.ChannelConsole {
+				return // typed here; send said it waits
+			}
+			p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + d.Content)
+			return
+		}
 		if d.Channel == event.ChannelConsole {
 			return // typed here: it is on the screen already
 		}
 		p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+	case event.TurnStart:
+		who, ok := p.queued[e.Turn]
+		delete(p.queued, e.Turn)
+		if !ok {
+			who = "a queued message"
+		}
+		p.line(p.o.style(dim, "▶ now answering the queued message from "+who))
 	case event.Status:
 		if p.streaming == "" {
 			p.line(p.o.style(dim, "… "+decode[event.TextData](e).Text))
 		}
 	case event.Delta:
+		if p.cut == e.Turn {
+			return // Ctrl-C ended its line; the cancel follows
+		}
 		if p.streaming != e.Turn {
-			if p.streaming != "" {
-				p.write("\n")
-			}
-			p.streaming = e.Turn
-			p.write(p.o.style(bold, "assistant› "))
+			p.startStream(e.Turn)
 		}
 		p.write(decode[event.TextData](e).Text)
 	case event.Assistant:
 		d := decode[event.AssistantData](e)
 		if p.streaming == e.Turn {
-			p.write("\n") // it was streamed already
-			p.streaming = ""
+			p.endStream() // it was streamed already
 			return
+		}
+		if p.cut == e.Turn {
+			return // streamed up to where Ctrl-C cut it
 		}
 		p.line(p.o.style(bold, "assistant› ") + d.Content)
 	case event.ToolCall:
@@ -178,9 +255,12 @@ func (p *printer) event(e event.Event) {
 	case event.TurnEnd:
 		d := decode[event.TurnEndData](e)
 		if p.streaming == e.Turn {
-			p.write("\n")
-			p.streaming = ""
+			p.endStream()
 		}
+		if p.cut == e.Turn {
+			p.cut = ""
+		}
+		delete(p.queued, e.Turn)
 		switch d.Status {
 		case event.StatusError:
 			p.line("[error] " + d.Error)
@@ -211,7 +291,11 @@ func (p *printer) historyLine(e event.Event) {
 	switch e.Type {
 	case event.User:
 		d := decode[event.UserData](e)
-		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+		mark := ""
+		if d.Queued {
+			mark = "[queued] "
+		}
+		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, mark+"["+label(d.Channel, d.From)+"] ") + d.Content)
 	case event.Assistant:
 		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, "assistant› ") + decode[event.AssistantData](e).Content)
 	case event.TurnEnd:

@@ -436,10 +436,36 @@ func TestEmailWaitsForABusySessionInOrder(t *testing.T) {
 		t.Fatalf("web submit: %+v, %v", res, err)
 	}
 	<-e.agent.started
+	sub, _, err := p.hub.Subscribe(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
 	first, second := newMail(ana, "one", "first"), newMail(bob, "two", "second")
 	e.imap.deliver(t, first)
 	e.imap.deliver(t, second)
 	eventually(t, "both mails accepted", func() bool { return p.ch.Metrics().Accepted == 2 })
+	// Both are in the session at once, recorded as queued, while the web
+	// turn still runs: every client sees mail arrive.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var queued []string
+	for len(queued) < 2 {
+		f, ok := sub.Next(ctx)
+		if !ok {
+			t.Fatalf("the session showed %v while the web turn ran; want both mails queued", queued)
+		}
+		var d event.UserData
+		if f.Event.Type == event.User && f.Event.Decode(&d) == nil && d.Channel == event.ChannelEmail {
+			if !d.Queued {
+				t.Fatalf("mail echoed without queued: %s", f.Event.Data)
+			}
+			queued = append(queued, d.From)
+		}
+	}
+	if queued[0] != ana || queued[1] != bob {
+		t.Fatalf("queued in order %v, want %s, %s", queued, ana, bob)
+	}
 	e.agent.setGate(nil)
 	close(gate)
 	a, b := e.smtp.next(t), e.smtp.next(t)

@@ -27,65 +27,138 @@ const (
 // trimming the middle; the first and the latest ids matter most).
 const maxReferences = 20
 
-// work is the worker goroutine: it takes committed mail from inbox/ in
-// arrival order, one at a time, and turns each into a reply in outbox/.
+// work is the worker goroutine: it hands every committed mail in inbox/
+// to the session at once, in arrival order — the session records each on
+// arrival (queued behind a running turn), so every client sees mail come
+// in and a crash finds it in the chat log — then turns each outcome into a
+// reply in outbox/ as the turns end.
 func (c *Channel) work(ctx context.Context) error {
-	bo := backoff{min: time.Second, max: time.Minute}
-	failing := false // the last attempt failed: say so once, not at every retry
+	w := &workState{bo: backoff{min: time.Second, max: time.Minute}, inSession: map[string]*handed{}}
 	for {
 		items, errs := c.spool.inboxItems()
 		for _, err := range errs {
 			c.log.Error("unreadable email in the inbox moved aside", "err", err)
 		}
-		var retry <-chan time.Time
-		for _, it := range items {
-			err := c.answer(ctx, it)
+		if err := c.handOverAll(ctx, w, items); err != nil {
 			if errors.Is(err, errCrash) {
 				return err
 			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				d := bo.next()
-				level := slog.LevelWarn
-				if failing {
-					level = slog.LevelDebug
-				}
-				c.log.Log(ctx, level, "could not hand an email to the session; it stays in the inbox and is retried",
-					"from", it.From, "err", err, "retry_in", d.Round(time.Millisecond))
-				failing = true
-				retry = time.After(d)
+			return nil // ctx ended
+		}
+		// Answer the oldest handed mail first: turns end in that order.
+		var next *handed
+		for _, it := range items {
+			if h := w.inSession[it.Key]; h != nil {
+				next = h
 				break
 			}
-			if failing {
-				c.log.Info("emails reach the session again", "from", it.From)
-				failing = false
-			}
-			bo.reset()
+		}
+		var outcome <-chan hub.TurnOutcome
+		if next != nil {
+			outcome = next.done
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.wakeWorker:
-		case <-retry:
+		case <-w.hold:
+			w.hold = nil
+		case o := <-outcome:
+			delete(w.inSession, next.it.Key)
+			err := c.answer(ctx, next.it, o)
+			if errors.Is(err, errCrash) {
+				return err
+			}
+			if ctx.Err() != nil {
+				// Shutting down: the outcome may be our own stop's. The mail
+				// stays in inbox/ and is answered from the chat log at the
+				// next start.
+				return nil
+			}
+			if err != nil {
+				c.handFailed(ctx, w, next.it, err)
+			}
 		}
 	}
 }
 
-// answer runs one mail through the session and leaves its reply in
-// outbox/. It is idempotent: after a crash at any point it is simply run
-// again. The chat log is the durable record of the turn: a second Submit
-// of the same client_msg_id is a Duplicate that reports the recorded
-// outcome (or "interrupted", or "unknown") instead of running a new turn.
-func (c *Channel) answer(ctx context.Context, it inboxItem) error {
-	if exists(c.spool.outboxPath(it.Key)) {
-		// The reply was written before a crash; only the cleanup is missing.
-		if err := removeFile(c.spool.inboxPath(it.Key)); err != nil {
+// workState is the worker goroutine's own.
+type workState struct {
+	bo        backoff
+	failing   bool               // the last attempt failed: say so once, not at every retry
+	inSession map[string]*handed // by inbox key: handed over, outcome to come
+	hold      <-chan time.Time   // after a failure: hand nothing over until it fires
+}
+
+// handOverAll hands the mails not yet in the session over, in order,
+// until one fails (then it waits for w.hold). It returns errCrash or the
+// context's error, else nil.
+func (c *Channel) handOverAll(ctx context.Context, w *workState, items []inboxItem) error {
+	for _, it := range items {
+		if w.hold != nil {
+			return nil
+		}
+		if _, ok := w.inSession[it.Key]; ok {
+			continue
+		}
+		h, err := c.handOver(ctx, it)
+		if errors.Is(err, errCrash) {
 			return err
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			c.handFailed(ctx, w, it, err)
+			return nil
+		}
+		if h != nil {
+			w.inSession[it.Key] = h
+		}
+		if w.failing {
+			c.log.Info("emails reach the session again", "from", it.From)
+			w.failing = false
+		}
+		w.bo.reset()
+	}
+	return nil
+}
+
+// handFailed logs that a mail could not be handed over or answered (once at
+// warning level while failures go on) and holds further hand-overs for a
+// growing wait.
+func (c *Channel) handFailed(ctx context.Context, w *workState, it inboxItem, err error) {
+	d := w.bo.next()
+	level := slog.LevelWarn
+	if w.failing {
+		level = slog.LevelDebug
+	}
+	c.log.Log(ctx, level, "could not hand an email to the session; it stays in the inbox and is retried",
+		"from", it.From, "err", err, "retry_in", d.Round(time.Millisecond))
+	w.failing = true
+	w.hold = time.After(d)
+}
+
+// handed is a mail the session has taken; done receives its turn's outcome.
+type handed struct {
+	it   inboxItem
+	done chan hub.TurnOutcome
+}
+
+// handOver submits one mail to the session (nil, nil: its reply was
+// written before a crash and only the cleanup was missing). It is
+// idempotent: after a crash at any point it is simply run again. The chat
+// log is the durable record of the mail: a second Submit of the same
+// client_msg_id is a Duplicate that reports the recorded outcome (or
+// "interrupted", or "unknown"), or waits for the turn if it is still
+// queued, instead of running a new turn.
+func (c *Channel) handOver(ctx context.Context, it inboxItem) (*handed, error) {
+	if exists(c.spool.outboxPath(it.Key)) {
+		if err := removeFile(c.spool.inboxPath(it.Key)); err != nil {
+			return nil, err
+		}
 		wake(c.wakeSender)
-		return nil
+		return nil, nil
 	}
 	done := make(chan hub.TurnOutcome, 1)
 	in := hub.Input{
@@ -109,29 +182,31 @@ func (c *Channel) answer(ctx context.Context, it inboxItem) error {
 		res, err = c.s.Submit(ctx, in)
 	}
 	if err != nil {
-		return fmt.Errorf("submit: %w", err)
+		return nil, fmt.Errorf("submit: %w", err)
 	}
 	if res.Outcome == hub.Duplicate {
 		c.log.Info("email was already in the session before a restart; answering from its recorded outcome",
 			"from", it.From, "turn", res.Turn)
 	}
 	if err := c.step("submitted"); err != nil {
-		return err
+		return nil, err
 	}
-	var o hub.TurnOutcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if o.Status == hub.StatusNotRecorded {
-		// It waited its turn, then the chat log could not take it: it
-		// never ran. It stays in inbox/ for the next try.
+	return &handed{it: it, done: done}, nil
+}
+
+// answer turns a mail's outcome into its reply in outbox/ and removes it
+// from inbox/. An outcome that says it never ran keeps it in inbox/ for
+// the next try.
+func (c *Channel) answer(ctx context.Context, it inboxItem, o hub.TurnOutcome) error {
+	switch o.Status {
+	case hub.StatusNotRecorded:
+		// Its turn could not be started in the chat log: it never ran.
 		return fmt.Errorf("submit: %w", o.Err)
+	case hub.StatusStillQueued:
+		// The session stopped first; it stays queued in the chat log.
+		return errors.New("the session stopped before this email ran")
 	}
 	if ctx.Err() != nil {
-		// Shutting down: the outcome may be our own stop's. The mail stays
-		// in inbox/ and is answered from the chat log at the next start.
 		return ctx.Err()
 	}
 	if err := c.step("outcome"); err != nil {

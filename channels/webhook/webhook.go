@@ -207,16 +207,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}
 	}
 	if wait {
-		turn := ""
-		if res.Outcome != hub.Queued {
-			turn = res.Turn
-		}
+		turn := res.Turn // a queued input's own turn too: it is recorded
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
 		case o := <-done:
 			if o.Err != nil {
-				return httpjson.FromSession(o.Err) // queued, then not recorded: it never ran
+				return httpjson.FromSession(o.Err) // queued, then not started: it never ran
+			}
+			if o.Status == hub.StatusStillQueued {
+				// The server is stopping; the input stays recorded and runs
+				// after the restart.
+				httpjson.Write(w, http.StatusAccepted, WaitResponse{Turn: o.Turn, Status: o.Status, Error: o.Error})
+				return nil
 			}
 			httpjson.Write(w, http.StatusOK, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error})
 		case <-t.C:
@@ -228,7 +231,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch res.Outcome {
 	case hub.Queued:
-		httpjson.Write(w, http.StatusAccepted, Response{Queued: true})
+		httpjson.Write(w, http.StatusAccepted, Response{Turn: res.Turn, Seq: res.Echo.Event.Seq, Queued: true})
 	case hub.Duplicate:
 		httpjson.Write(w, http.StatusOK, Response{Turn: res.Turn, Seq: res.Echo.Event.Seq, Duplicate: true})
 	default:

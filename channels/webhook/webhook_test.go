@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -95,4 +96,60 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("webhook_rate hits = %g, want 2", got)
 	}
 	testmetrics.Must(t, text, `frontdesk_limit_hits_total{limit="max_clients"}`)
+}
+
+// TestQueuedAnswers: under busy_policy queue a message sent while a turn
+// runs is recorded at once — the 202 names its own turn and seq — and
+// ?wait=1 waits through the queue for its reply.
+func TestQueuedAnswers(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := testagent.NewGate()
+	m := hub.New(hub.Config{DataDir: dir, BusyPolicy: hub.PolicyQueue}, lg, gate)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	srv := httptest.NewServer(webhook.New(m, webhook.Options{}))
+	t.Cleanup(func() { cancel(); <-done; srv.Close(); lg.Close() })
+
+	post := func(query, body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+query, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	if code, body := post("", `{"content":"first"}`); code != http.StatusAccepted || body["turn"] != "t1" {
+		t.Fatalf("first: %d %v", code, body)
+	}
+	code, body := post("", `{"content":"second","client_msg_id":"q-2"}`)
+	seq, _ := body["seq"].(float64)
+	turn := fmt.Sprintf("t%d", int(seq))
+	if code != http.StatusAccepted || seq < 2 || body["turn"] != turn || body["queued"] != true {
+		t.Fatalf("queued: %d %v, want 202 {turn t<seq>, seq, queued}", code, body)
+	}
+	type answer struct {
+		code int
+		body map[string]any
+	}
+	waited := make(chan answer, 1)
+	go func() {
+		// The resend of the queued message waits for its reply.
+		c, b := post("?wait=1&timeout=10", `{"content":"second","client_msg_id":"q-2"}`)
+		waited <- answer{c, b}
+	}()
+	gate.Release <- struct{}{} // t1 ends; the queued one starts
+	gate.Release <- struct{}{} // and ends
+	a := <-waited
+	if a.code != http.StatusOK || a.body["turn"] != turn || a.body["status"] != "completed" || a.body["reply"] != "reply to second" {
+		t.Fatalf("wait for the queued message: %d %v", a.code, a.body)
+	}
 }

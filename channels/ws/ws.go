@@ -29,7 +29,7 @@ import (
 type Session interface {
 	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
-	Cancel(ctx context.Context) (bool, error)
+	CancelBy(ctx context.Context, by string) (bool, error)
 	Reset(ctx context.Context, reason string) (event.ResetData, error)
 	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
 }
@@ -420,7 +420,7 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 			cn.replyError(code, err.Error(), "")
 		}
 	case "cancel":
-		ok, err := cn.h.s.Cancel(ctx)
+		ok, err := cn.h.s.CancelBy(ctx, event.ChannelWeb)
 		if err != nil {
 			cn.replyError("internal", err.Error(), "")
 		} else if !ok {
