@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 )
 
 // TestCrashBetweenRecordAndRun stops the scheduler dead after a firing is
@@ -123,5 +126,41 @@ func TestDowntime(t *testing.T) {
 	st.wait(t, "settled", key(h))
 	if got := r.userEvents(); len(got) != 2 || got[1].ScheduleID != hourly.ID || strings.HasPrefix(got[1].Content, "(late") {
 		t.Fatalf("after 16:30: %+v", got)
+	}
+}
+
+// TestStopWhileWaitingInLine stops the server while a firing waits behind
+// a long turn (recorded by the session as a queued input, still recorded
+// by the scheduler). After the restart the session runs it from its
+// waiting line and the scheduler, offering it again, gets the duplicate:
+// it runs once and is settled.
+func TestStopWhileWaitingInLine(t *testing.T) {
+	dir := t.TempDir()
+	clock := idle.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	st := newSteps()
+	r := newRig(t, dir, clock, testagent.NewGate(), Options{step: st.hook})
+	c := r.dial()
+	if _, err := r.hub.Submit(ctxT(t), hub.Input{Channel: event.ChannelWeb, Content: "a long question"}); err != nil {
+		t.Fatal(err)
+	}
+	c.until(func(e event.Event) bool { return e.Type == event.Delta })
+	sc := r.create(Spec{Content: "Reminder: tea", InSeconds: 60})
+	k := key(sc)
+	clock.Advance(time.Minute)
+	st.wait(t, "submitted", k)
+	r.stop()
+	if got := r.get2Stopped(dir, sc.ID); got.Firing == nil || got.Firing.Key != k {
+		t.Fatalf("on disk after the stop: %+v, want the firing recorded", got)
+	}
+
+	st = newSteps()
+	r = newRig(t, dir, clock, &agent.Demo{}, Options{step: st.hook})
+	st.wait(t, "settled", k)
+	got := r.userEvents()
+	if len(got) != 1 || got[0].ClientMsgID != k {
+		t.Fatalf("after the restart: %+v, want the firing once", got)
+	}
+	if _, ok := r.get(sc.ID); ok {
+		t.Fatal("the one-shot is still listed after its turn")
 	}
 }

@@ -502,7 +502,13 @@ func (s *Scheduler) run(ctx context.Context, sc Schedule) (retry, ok bool) {
 	case <-ctx.Done():
 		return false, false
 	}
-	if o.Turn == "" {
+	switch {
+	case o.Status == hub.StatusStillQueued:
+		// The session stopped first; it keeps the input queued and runs
+		// it after the restart, when this firing is offered again and
+		// answered as a duplicate with the real outcome.
+		return false, false
+	case o.Turn == "":
 		// It never ran (the session stopped, or could not record it).
 		if ctx.Err() != nil {
 			return false, false

@@ -91,42 +91,57 @@ func (r *rig) get2(id string) Schedule {
 	return sc
 }
 
-// TestFiringWaitsForARunningTurn fires a schedule while a long turn runs:
-// the firing waits (busy_policy reject does not refuse it), runs once
-// when the turn ends, and only then.
-func TestFiringWaitsForARunningTurn(t *testing.T) {
+// TestFiringWaitsVisiblyForARunningTurn fires a schedule while a long
+// turn runs: the firing is not refused (busy_policy reject) but recorded
+// and shown at once to both clients as a queued input; when the long turn
+// ends it starts (turn_start), runs once, and is settled.
+func TestFiringWaitsVisiblyForARunningTurn(t *testing.T) {
 	clock := idle.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	gate := testagent.NewGate()
 	st := newSteps()
 	r := newRig(t, t.TempDir(), clock, gate, Options{step: st.hook})
-	c := r.dial()
+	a, b := r.dial(), r.dial()
 	ctx := ctxT(t)
-	if _, err := r.hub.Submit(ctx, hub.Input{Channel: event.ChannelWeb, Content: "a long question"}); err != nil {
+	res, err := r.hub.Submit(ctx, hub.Input{Channel: event.ChannelWeb, Content: "a long question"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c.until(func(e event.Event) bool { return e.Type == event.Delta }) // the long turn runs
+	a.until(func(e event.Event) bool { return e.Type == event.Delta }) // the long turn runs
 	sc := r.create(Spec{Content: "Reminder: tea", InSeconds: 60})
 	clock.Advance(time.Minute)
-	// Recorded as fired and handed over; it waits in the session's line.
+
+	var queuedTurn string
+	for _, c := range []*client{a, b} {
+		u := c.until(func(e event.Event) bool { return e.Type == event.User && e.Turn != res.Turn })
+		var d event.UserData
+		_ = json.Unmarshal(u.Data, &d)
+		if d.ScheduleID != sc.ID || !d.Queued || d.Content != "Reminder: tea" || u.Turn == res.Turn {
+			t.Fatalf("during the long turn: %s %+v, want the schedule's input queued", u.Turn, d)
+		}
+		queuedTurn = u.Turn
+	}
 	st.wait(t, "submitted", key(sc))
 	if got := r.get2(sc.ID); got.Firing == nil {
-		t.Fatal("no firing recorded")
+		t.Fatal("no firing recorded while it waits")
 	}
-	if n := len(r.userEvents()); n != 0 {
-		t.Fatalf("%d scheduled inputs ran during the long turn", n)
-	}
-	gate.Release <- struct{}{}
-	c.until(func(e event.Event) bool { return e.Type == event.TurnEnd })
-	u := c.until(func(e event.Event) bool { return e.Type == event.User })
-	var d event.UserData
-	_ = json.Unmarshal(u.Data, &d)
-	if d.Content != "Reminder: tea" || d.ScheduleID != sc.ID {
-		t.Fatalf("next input %+v, want the schedule's", d)
+
+	gate.Release <- struct{}{} // the long turn ends; the reminder starts
+	for _, c := range []*client{a, b} {
+		end := c.until(func(e event.Event) bool { return e.Type == event.TurnEnd || e.Type == event.TurnStart })
+		if end.Type != event.TurnEnd || end.Turn != res.Turn {
+			t.Fatalf("got %s of %s, want the long turn's end first", end.Type, end.Turn)
+		}
+		c.until(func(e event.Event) bool { return e.Type == event.TurnStart && e.Turn == queuedTurn })
 	}
 	gate.Release <- struct{}{}
-	c.until(func(e event.Event) bool { return e.Type == event.TurnEnd && e.Turn == u.Turn })
+	for _, c := range []*client{a, b} {
+		c.until(func(e event.Event) bool { return e.Type == event.TurnEnd && e.Turn == queuedTurn })
+	}
 	st.wait(t, "settled", key(sc))
 	if n := len(r.userEvents()); n != 1 {
-		t.Fatalf("%d scheduled inputs, want 1", n)
+		t.Fatalf("%d scheduled inputs in the chat log, want 1", n)
+	}
+	if _, ok := r.get(sc.ID); ok {
+		t.Fatal("the one-shot is still listed after its turn")
 	}
 }
