@@ -1,8 +1,6 @@
 package history
 
 import (
-	"encoding/json"
-
 	"github.com/frontdesk-hq/frontdesk/event"
 )
 
@@ -45,7 +43,7 @@ func Queued(e event.Event) bool {
 	var d struct {
 		Queued bool `json:"queued"`
 	}
-	return json.Unmarshal(e.Data, &d) == nil && d.Queued
+	return e.Decode(&d) == nil && d.Queued
 }
 
 // Add records e. A user event starts a new exchange (a queued one: at its

@@ -127,3 +127,17 @@ func (m *SessionManager) drop(s *Subscription, err error) {
 	delete(m.subs, s)
 	s.end(err)
 }
+
+// recent returns up to n of the newest persisted events in the buffer.
+func (m *SessionManager) recent(n int) []event.Event {
+	var out []event.Event
+	for i := len(m.buf) - 1; i >= 0 && len(out) < n; i-- {
+		if e := m.buf[i].Event; e.Type.Persisted() {
+			out = append(out, e)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -37,7 +38,7 @@ func (m *SessionManager) remember(f *Frame) {
 		return
 	}
 	var d event.UserData
-	if json.Unmarshal(f.Event.Data, &d) != nil || d.ClientMsgID == "" {
+	if f.Event.Decode(&d) != nil || d.ClientMsgID == "" {
 		return
 	}
 	m.rememberID(d.ClientMsgID, f)
@@ -351,12 +352,12 @@ func (m *SessionManager) outcomeFromBuffer(turn string) TurnOutcome {
 		switch f.Event.Type {
 		case event.Assistant:
 			var d event.AssistantData
-			if json.Unmarshal(f.Event.Data, &d) == nil {
+			if f.Event.Decode(&d) == nil {
 				o.Reply = d.Content
 			}
 		case event.TurnEnd:
 			var d event.TurnEndData
-			if json.Unmarshal(f.Event.Data, &d) == nil {
+			if f.Event.Decode(&d) == nil {
 				o.Status, o.Error = d.Status, d.Error
 			}
 		}
@@ -372,5 +373,26 @@ func sendOutcome(done chan<- TurnOutcome, o TurnOutcome) {
 	select {
 	case done <- o:
 	default:
+	}
+}
+
+// turnDone ends the turn whose backend returned (c), by what it returned;
+// a turn already ended (cancelled, interrupted, reset) ignores it.
+func (m *SessionManager) turnDone(ctx context.Context, c turnDoneCmd) {
+	if m.turn == nil || m.turn.id != c.turn {
+		return
+	}
+	switch {
+	case c.err == nil:
+		content := c.reply.Content
+		if content == "" {
+			content = m.turn.text.String()
+		}
+		m.endTurn(ctx, event.StatusCompleted, content, "", c.reply.Usage)
+	case errors.Is(c.err, context.Canceled):
+		// The backend gave up on its own context; treat as cancelled.
+		m.endTurn(ctx, event.StatusCancelled, m.turn.text.String(), "", nil)
+	default:
+		m.endTurn(ctx, event.StatusError, m.turn.text.String(), c.err.Error(), c.reply.Usage)
 	}
 }

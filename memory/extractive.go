@@ -288,10 +288,32 @@ type candidate struct {
 	score    float64
 }
 
+// sentenceFeatures are what weights a sentence beyond its words' tf-idf.
+type sentenceFeatures struct {
+	question, number, name, firstPerson, cue, template bool
+}
+
+// scoreSentences makes every distinct sentence of msgs a candidate and
+// scores it: the tf-idf of its content words, normalised by length, times
+// the weights its features earn.
 func scoreSentences(msgs []message) []candidate {
-	var cands []candidate
-	seen := make(map[string]bool)         // role + normalised sentence → already a candidate
-	assistantKeys := make(map[string]int) // normalised assistant sentence → messages it is in
+	cands, feats, tf, df := collectSentences(msgs)
+	n := float64(len(msgs))
+	for i := range cands {
+		c := &cands[i]
+		var sum float64
+		for _, w := range c.words {
+			sum += (1 + math.Log(float64(tf[w]))) * math.Log(1+n/float64(df[w]))
+		}
+		c.score = sum / math.Sqrt(float64(len(c.words))) * weight(feats[i], msgs[c.msg].user, len(c.words))
+	}
+	return cands
+}
+
+// assistantRepeats counts, per normalised assistant sentence, the messages
+// it is in: said the same way in several replies, it is boilerplate.
+func assistantRepeats(msgs []message) map[string]int {
+	keys := make(map[string]int)
 	for _, m := range msgs {
 		if m.user {
 			continue
@@ -301,17 +323,20 @@ func scoreSentences(msgs []message) []candidate {
 			k := templateKey(s)
 			if !inMsg[k] {
 				inMsg[k] = true
-				assistantKeys[k]++
+				keys[k]++
 			}
 		}
 	}
+	return keys
+}
 
-	tf := make(map[string]int) // content word → occurrences across distinct sentences
-	df := make(map[string]int) // content word → messages containing it
-	type feat struct {
-		question, number, name, firstPerson, cue, template bool
-	}
-	var feats []feat
+// collectSentences returns the candidates (the first of repeated
+// sentences), their features, and the term and document frequencies of
+// their content words (tf across distinct sentences, df across messages).
+func collectSentences(msgs []message) (cands []candidate, feats []sentenceFeatures, tf, df map[string]int) {
+	seen := make(map[string]bool) // role + normalised sentence → already a candidate
+	assistantKeys := assistantRepeats(msgs)
+	tf, df = make(map[string]int), make(map[string]int)
 	for mi, m := range msgs {
 		inMsg := make(map[string]bool)
 		for pi, s := range m.sentences {
@@ -326,22 +351,7 @@ func scoreSentences(msgs []message) []candidate {
 				continue
 			}
 			seen[dup] = true
-
-			toks := tokens(s)
-			var words []string
-			var f feat
-			for _, t := range toks {
-				switch {
-				case firstPerson[t]:
-					f.firstPerson = true
-				case cues[t]:
-					f.cue = true
-				}
-				if !isContentWord(t) || slices.Contains(words, t) {
-					continue
-				}
-				words = append(words, t)
-			}
+			words, f := sentenceWords(s)
 			if len(words) == 0 {
 				continue // "ok, thanks!"
 			}
@@ -352,55 +362,68 @@ func scoreSentences(msgs []message) []candidate {
 					df[w]++
 				}
 			}
-			f.question = strings.HasSuffix(s, "?") || strings.HasSuffix(s, "？")
-			f.number = strings.ContainsFunc(s, unicode.IsDigit)
-			f.name = hasName(s)
 			f.template = !m.user && assistantKeys[key] > 1
 			cands = append(cands, candidate{msg: mi, pos: pi, text: s, words: words})
 			feats = append(feats, f)
 		}
 	}
+	return cands, feats, tf, df
+}
 
-	n := float64(len(msgs))
-	for i := range cands {
-		c, f := &cands[i], feats[i]
-		var sum float64
-		for _, w := range c.words {
-			sum += (1 + math.Log(float64(tf[w]))) * math.Log(1+n/float64(df[w]))
-		}
-		score := sum / math.Sqrt(float64(len(c.words)))
-		user := msgs[c.msg].user
+// sentenceWords returns s's distinct content words in order and the
+// features its words and shape show.
+func sentenceWords(s string) (words []string, f sentenceFeatures) {
+	for _, t := range tokens(s) {
 		switch {
-		case user && !f.question:
-			score *= weightUserStatement
-		case user:
-			score *= weightUserQuestion
-		case f.question:
-			score *= weightAsked
+		case firstPerson[t]:
+			f.firstPerson = true
+		case cues[t]:
+			f.cue = true
 		}
-		if f.number {
-			score *= weightNumber
+		if !isContentWord(t) || slices.Contains(words, t) {
+			continue
 		}
-		if f.name {
-			score *= weightName
-		}
-		if f.cue {
-			score *= weightCue
-		}
-		if user && f.firstPerson {
-			score *= weightFirstPerson
-		}
-		if len(c.words) < minWordsUnweighted {
-			score *= weightShort
-		}
-		if f.template {
-			// Said (near enough) the same way in several replies: the
-			// backend's boilerplate, not something this conversation said.
-			score = 0
-		}
-		c.score = score
+		words = append(words, t)
 	}
-	return cands
+	f.question = strings.HasSuffix(s, "?") || strings.HasSuffix(s, "？")
+	f.number = strings.ContainsFunc(s, unicode.IsDigit)
+	f.name = hasName(s)
+	return words, f
+}
+
+// weight is the product of the weights a sentence earns (see the weight
+// constants); a template sentence earns nothing.
+func weight(f sentenceFeatures, user bool, nWords int) float64 {
+	if f.template {
+		// Said (near enough) the same way in several replies: the
+		// backend's boilerplate, not something this conversation said.
+		return 0
+	}
+	w := 1.0
+	switch {
+	case user && !f.question:
+		w *= weightUserStatement
+	case user:
+		w *= weightUserQuestion
+	case f.question:
+		w *= weightAsked
+	}
+	if f.number {
+		w *= weightNumber
+	}
+	if f.name {
+		w *= weightName
+	}
+	if f.cue {
+		w *= weightCue
+	}
+	if user && f.firstPerson {
+		w *= weightFirstPerson
+	}
+	if nWords < minWordsUnweighted {
+		w *= weightShort
+	}
+	return w
 }
 
 // nearDuplicate reports whether c says mostly what a chosen sentence says:

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,7 +174,7 @@ func (p *printer) follow(ctx context.Context, s Session, sub *hub.Subscription) 
 
 func decode[T any](e event.Event) T {
 	var v T
-	_ = json.Unmarshal(e.Data, &v)
+	_ = e.Decode(&v)
 	return v
 }
 

@@ -212,69 +212,9 @@ func (c *Channel) count(f func(m *Metrics)) {
 
 // New checks opts and prepares the data directory; nothing connects until Run.
 func New(s Session, opts Options) (*Channel, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = 1 << 20
-	}
-	if opts.MaxAttachments <= 0 {
-		opts.MaxAttachments = hub.DefaultMaxAttachments
-	}
-	if opts.IMAP.TLS == "" {
-		opts.IMAP.TLS = TLSStart
-	}
-	if opts.SMTP.TLS == "" {
-		opts.SMTP.TLS = TLSStart
-	}
-	if opts.IMAP.Mailbox == "" {
-		opts.IMAP.Mailbox = "INBOX"
-	}
-	if opts.IMAP.PollInterval <= 0 {
-		opts.IMAP.PollInterval = 60 * time.Second
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&opts.IdleRestart, 9*time.Minute)
-	def(&opts.MinBackoff, time.Second)
-	def(&opts.MaxBackoff, 5*time.Minute)
-	def(&opts.AuthRetry, 15*time.Minute)
-	def(&opts.SendMinBackoff, 5*time.Second)
-	def(&opts.SendMaxBackoff, 15*time.Minute)
-
-	var errs []error
-	self, err := mail.ParseAddress(opts.Address)
+	opts.setDefaults()
+	self, allow, err := opts.check()
 	if err != nil {
-		errs = append(errs, fmt.Errorf("address %q: %w", opts.Address, err))
-	}
-	allow, err := parseAllowList(opts.AllowFrom)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, m := range []string{opts.IMAP.TLS, opts.SMTP.TLS} {
-		if m != TLSImplicit && m != TLSStart && m != TLSNone {
-			errs = append(errs, fmt.Errorf("tls mode %q is not tls, starttls or none", m))
-		}
-	}
-	if opts.IMAP.Addr == "" || opts.SMTP.Addr == "" {
-		errs = append(errs, errors.New("both the IMAP and the SMTP address are required"))
-	}
-	if opts.IMAP.Password == "" {
-		errs = append(errs, fmt.Errorf("no IMAP password: set the %s environment variable", envOr(opts.IMAP.PasswordEnv, "IMAP password")))
-	}
-	if opts.SMTP.Username != "" && opts.SMTP.Password == "" {
-		errs = append(errs, fmt.Errorf("no SMTP password: set the %s environment variable", envOr(opts.SMTP.PasswordEnv, "SMTP password")))
-	}
-	if opts.DataDir == "" {
-		errs = append(errs, errors.New("no data directory"))
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("email channel: %w", err)
 	}
 	dir := filepath.Join(opts.DataDir, "email")
@@ -300,6 +240,77 @@ func New(s Session, opts Options) (*Channel, error) {
 			Buckets: []float64{.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600},
 		}),
 	}, nil
+}
+
+// setDefaults fills in what o leaves unset.
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 1 << 20
+	}
+	if o.MaxAttachments <= 0 {
+		o.MaxAttachments = hub.DefaultMaxAttachments
+	}
+	if o.IMAP.TLS == "" {
+		o.IMAP.TLS = TLSStart
+	}
+	if o.SMTP.TLS == "" {
+		o.SMTP.TLS = TLSStart
+	}
+	if o.IMAP.Mailbox == "" {
+		o.IMAP.Mailbox = "INBOX"
+	}
+	if o.IMAP.PollInterval <= 0 {
+		o.IMAP.PollInterval = 60 * time.Second
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.IdleRestart, 9*time.Minute)
+	def(&o.MinBackoff, time.Second)
+	def(&o.MaxBackoff, 5*time.Minute)
+	def(&o.AuthRetry, 15*time.Minute)
+	def(&o.SendMinBackoff, 5*time.Second)
+	def(&o.SendMaxBackoff, 15*time.Minute)
+}
+
+// check reports every problem of o at once; it returns the assistant's
+// own address and the parsed allow list.
+func (o *Options) check() (*mail.Address, allowList, error) {
+	var errs []error
+	self, err := mail.ParseAddress(o.Address)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("address %q: %w", o.Address, err))
+	}
+	allow, err := parseAllowList(o.AllowFrom)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, m := range []string{o.IMAP.TLS, o.SMTP.TLS} {
+		if m != TLSImplicit && m != TLSStart && m != TLSNone {
+			errs = append(errs, fmt.Errorf("tls mode %q is not tls, starttls or none", m))
+		}
+	}
+	if o.IMAP.Addr == "" || o.SMTP.Addr == "" {
+		errs = append(errs, errors.New("both the IMAP and the SMTP address are required"))
+	}
+	if o.IMAP.Password == "" {
+		errs = append(errs, fmt.Errorf("no IMAP password: set the %s environment variable", envOr(o.IMAP.PasswordEnv, "IMAP password")))
+	}
+	if o.SMTP.Username != "" && o.SMTP.Password == "" {
+		errs = append(errs, fmt.Errorf("no SMTP password: set the %s environment variable", envOr(o.SMTP.PasswordEnv, "SMTP password")))
+	}
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("no data directory"))
+	}
+	return self, allow, errors.Join(errs...)
 }
 
 func envOr(env, what string) string {

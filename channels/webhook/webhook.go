@@ -167,24 +167,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBytes))
+	req, err := h.readRequest(w, r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			w.Header().Set("Connection", "close") // what is left of the body is never read
-			return httpjson.Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
-		}
-		return httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
-	}
-	var req request
-	if err := strictjson.Unmarshal(body, &req); err != nil {
-		if errors.Is(err, strictjson.ErrInvalidUTF8) {
-			return httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
-		}
-		return httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
+		return err
 	}
 	if req.Channel == "" {
 		req.Channel = event.ChannelWebhook
@@ -207,26 +192,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		return &httpjson.Error{Status: http.StatusConflict, Code: "busy", Message: res.Busy.Message, Turn: res.Turn, RetryAfter: "5"}
 	}
 	if wait {
-		turn := res.Turn // a queued input's own turn too: it is recorded
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		select {
-		case o := <-done:
-			if o.Err != nil {
-				return httpjson.FromSession(o.Err) // queued, then not started: it never ran
-			}
-			if o.Status == hub.StatusStillQueued {
-				// The server is stopping; the input stays recorded and runs
-				// after the restart.
-				httpjson.Write(w, http.StatusAccepted, WaitResponse{Turn: o.Turn, Status: o.Status, Error: o.Error})
-				return nil
-			}
-			httpjson.Write(w, http.StatusOK, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error})
-		case <-t.C:
-			httpjson.Write(w, http.StatusGatewayTimeout, WaitResponse{Turn: turn, Status: "pending",
-				Error: "the reply did not finish in time; it goes on — watch /ws or retry with the same client_msg_id"})
-		case <-r.Context().Done():
-		}
+		h.awaitReply(w, r, res.Turn, done, timeout)
 		return nil
 	}
 	switch res.Outcome {
@@ -238,4 +204,51 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		httpjson.Write(w, http.StatusAccepted, Response{Turn: res.Turn, Seq: res.Echo.Event.Seq})
 	}
 	return nil
+}
+
+// readRequest reads and decodes the JSON body, within server.max_message_bytes.
+func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request) (request, error) {
+	var req request
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return req, httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close") // what is left of the body is never read
+			return req, httpjson.Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
+		}
+		return req, httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
+	}
+	if err := strictjson.Unmarshal(body, &req); err != nil {
+		if errors.Is(err, strictjson.ErrInvalidUTF8) {
+			return req, httpjson.Errorf(http.StatusBadRequest, "invalid_utf8", "the body must be valid UTF-8")
+		}
+		return req, httpjson.Errorf(http.StatusBadRequest, "bad_json", "the body is not the expected JSON object: "+err.Error())
+	}
+	return req, nil
+}
+
+// awaitReply answers ?wait=1: the turn's outcome, 504 when it is not done
+// within timeout (it goes on), 202 when the server stops before a queued
+// input ran (it runs after the restart).
+func (h *Handler) awaitReply(w http.ResponseWriter, r *http.Request, turn string, done <-chan hub.TurnOutcome, timeout time.Duration) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case o := <-done:
+		switch {
+		case o.Err != nil:
+			httpjson.WriteError(w, httpjson.FromSession(o.Err)) // queued, then not started: it never ran
+		case o.Status == hub.StatusStillQueued:
+			httpjson.Write(w, http.StatusAccepted, WaitResponse{Turn: o.Turn, Status: o.Status, Error: o.Error})
+		default:
+			httpjson.Write(w, http.StatusOK, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error})
+		}
+	case <-t.C:
+		httpjson.Write(w, http.StatusGatewayTimeout, WaitResponse{Turn: turn, Status: "pending",
+			Error: "the reply did not finish in time; it goes on — watch /ws or retry with the same client_msg_id"})
+	case <-r.Context().Done():
+	}
 }

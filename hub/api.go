@@ -1,0 +1,137 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+)
+
+// Info is a snapshot of the session for /api/session.
+type Info struct {
+	SessionID   string `json:"session_id"`
+	Generation  int64  `json:"generation"`
+	Busy        bool   `json:"busy"`
+	Turn        string `json:"turn,omitempty"`
+	LastSeq     int64  `json:"last_seq"`
+	Subscribers int    `json:"subscribers"`
+	// Storage is "" while the session's writes succeed, else StorageFull
+	// or StorageFailed: from a failed write of the chat log or a memory
+	// file until the next write of that part succeeds. StorageError names
+	// the part and its error.
+	Storage      string `json:"storage,omitempty"`
+	StorageError string `json:"storage_error,omitempty"`
+	// Counters since the process started, for /metrics.
+	Counters Counters `json:"-"`
+}
+
+// call sends c and waits for the hub's reply on reply.
+func call[T any](ctx context.Context, m *SessionManager, c any, reply chan T) (T, error) {
+	var zero T
+	select {
+	case m.cmds <- c:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-m.done:
+		return zero, ErrClosed
+	}
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-m.done:
+		select {
+		case r := <-reply: // answered just before stopping
+			return r, nil
+		default:
+			return zero, ErrClosed
+		}
+	}
+}
+
+// Submit offers a user input to the session. See Outcome for the results;
+// an error means the input was not accepted (an *InputError such as
+// ErrEmpty, ErrClosed, a *StorageError when the chat log could not take
+// it) and nothing was recorded, echoed or run. The
+// input is cleaned first (see clean): what is echoed and run may differ
+// from what the door passed in.
+func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
+	in, err := clean(in)
+	if err == nil {
+		in, err = m.resolveAttachments(in)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	reply := make(chan submitReply, 1)
+	r, err := call(ctx, m, submitCmd{in: in, reply: reply}, reply)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.res, r.err
+}
+
+// Cancel cancels the running turn; it reports whether one was running.
+// Inputs waiting to run are not touched: the first of them starts next.
+// The notice does not say who cancelled; doors use CancelBy.
+func (m *SessionManager) Cancel(ctx context.Context) (bool, error) {
+	return m.CancelBy(ctx, "")
+}
+
+// CancelBy is Cancel, naming who cancelled in the notice ("Cancelled from
+// the web after 2.6 s.") and its data field by: a channel (web, console,
+// email, webhook, schedule), CancelByAPI or CancelByReset.
+func (m *SessionManager) CancelBy(ctx context.Context, by string) (bool, error) {
+	reply := make(chan bool, 1)
+	return call(ctx, m, cancelCmd{by: by, reply: reply}, reply)
+}
+
+// Info returns a snapshot of the session.
+func (m *SessionManager) Info(ctx context.Context) (Info, error) {
+	reply := make(chan Info, 1)
+	return call(ctx, m, infoCmd{reply}, reply)
+}
+
+// Subscribe joins the live stream. since is the last seq the client has
+// (0: none); the snapshot holds the replay. The caller must Close the
+// subscription when done.
+func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscription, Snapshot, error) {
+	reply := make(chan subscribeReply, 1)
+	r, err := call(ctx, m, subscribeCmd{since: since, reply: reply}, reply)
+	return r.sub, r.snap, err
+}
+
+// Reset runs the reset sequence now (reason ResetManual or ResetIdle) and
+// returns the reset event's data. A *StorageError means the reset's files
+// could not be written and nothing changed (a running turn was cancelled
+// all the same).
+func (m *SessionManager) Reset(ctx context.Context, reason string) (event.ResetData, error) {
+	reply := make(chan resetReply, 1)
+	r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+	if err != nil {
+		return event.ResetData{}, err
+	}
+	return r.d, r.err
+}
+
+// Done is closed when Run has returned.
+func (m *SessionManager) Done() <-chan struct{} { return m.done }
+
+// Recent returns the newest n persisted events, oldest first: from the
+// buffer when it holds them all (no disk access), else from the chat log.
+func (m *SessionManager) Recent(ctx context.Context, n int) ([]event.Event, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	reply := make(chan []event.Event, 1)
+	evs, err := call(ctx, m, recentCmd{n: n, reply: reply}, reply)
+	if err != nil || len(evs) == n || m.cfg.History == nil {
+		return evs, err
+	}
+	disk, _, err := m.cfg.History.Recent(n)
+	if err != nil {
+		return nil, fmt.Errorf("read chat log: %w", err)
+	}
+	return disk, nil
+}
