@@ -106,42 +106,9 @@ func TestScheduleFiringSurvivesKill9(t *testing.T) {
 	<-p.exited
 	p.exited <- nil
 
-	// What fire writes before it submits: the firing, due a minute ago.
-	path := filepath.Join(dir, "state", "schedules.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f map[string]any
-	json.Unmarshal(b, &f)
-	sc := f["schedules"].([]any)[0].(map[string]any)
-	due := time.Now().Add(-30 * time.Second).UTC().Truncate(time.Second)
-	key := "schedule:" + made.ID + ":" + jsonInt(due.Unix())
-	sc["next_run"], sc["last_run"] = nil, due
-	sc["firing"] = map[string]any{"due": due, "key": key}
-	b, _ = json.Marshal(f)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
+	key := recordFiring(t, filepath.Join(dir, "state", "schedules.json"), made.ID)
 	logPath := filepath.Join(dir, "state", "chat_history.ndjson")
-	runs := func() (n int, ended bool) {
-		evs, _, err := history.ReadTail(logPath, 10000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		turn := ""
-		for _, e := range evs {
-			if e.Type == event.User && userData(e).ClientMsgID == key {
-				n++
-				turn = e.Turn
-			}
-			if e.Type == event.TurnEnd && e.Turn == turn && turn != "" {
-				ended = true
-			}
-		}
-		return n, ended
-	}
+	runs := func() (n int, ended bool) { return runsOf(t, logPath, key) }
 	for round := range 2 {
 		p = startBinary(t, dir, nil, args...)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -172,6 +139,49 @@ func TestScheduleFiringSurvivesKill9(t *testing.T) {
 			t.Fatalf("round %d: the firing is in the chat log %d times (ended %v), want once", round, n, ended)
 		}
 	}
+}
+
+// recordFiring writes into schedules.json what fire writes before it
+// submits: a firing of the schedule id, due 30 s ago. It returns its key.
+func recordFiring(t *testing.T, path, id string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	json.Unmarshal(b, &f)
+	sc := f["schedules"].([]any)[0].(map[string]any)
+	due := time.Now().Add(-30 * time.Second).UTC().Truncate(time.Second)
+	key := "schedule:" + id + ":" + jsonInt(due.Unix())
+	sc["next_run"], sc["last_run"] = nil, due
+	sc["firing"] = map[string]any{"due": due, "key": key}
+	b, _ = json.Marshal(f)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// runsOf counts the chat log's user events with client_msg_id key and
+// says whether the last one's turn ended.
+func runsOf(t *testing.T, logPath, key string) (n int, ended bool) {
+	t.Helper()
+	evs, _, err := history.ReadTail(logPath, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := ""
+	for _, e := range evs {
+		if e.Type == event.User && userData(e).ClientMsgID == key {
+			n++
+			turn = e.Turn
+		}
+		if e.Type == event.TurnEnd && e.Turn == turn && turn != "" {
+			ended = true
+		}
+	}
+	return n, ended
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }

@@ -182,15 +182,6 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		return nil, err
 	}
 	a := &app{tools: newMCPManager(cfg, getenv, logger)}
-	// The hub asks for the tools as each turn starts, after wire has set
-	// a.sched: the schedule tools, then the MCP servers' that are ready.
-	extraTools := func() []agent.Tool {
-		tools := a.sched.Tools()
-		if a.tools != nil {
-			tools = append(tools, a.tools.Tools()...)
-		}
-		return tools
-	}
 	a.hub = hub.New(hub.Config{
 		DataDir:         cfg.DataDir,
 		BusyPolicy:      cfg.Session.BusyPolicy,
@@ -203,7 +194,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Memory:          st.mem,
 		History:         history.NewReader(cfg.Session.ChatLogPath),
 		Index:           st.search,
-		Tools:           extraTools,
+		Tools:           a.turnTools,
 		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
 		Attachments:     st.files,
 		MaxAttachments:  cfg.Attachments.MaxPerMessage,
@@ -266,6 +257,17 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Schedules:          a.sched,
 	})
 	return a, nil
+}
+
+// turnTools are the tools a turn gets besides the history tools: the
+// schedule tools, then the MCP servers' that are ready. The hub calls it
+// on its goroutine as each turn starts, after wire has set a.sched.
+func (a *app) turnTools() []agent.Tool {
+	tools := a.sched.Tools()
+	if a.tools != nil {
+		tools = append(tools, a.tools.Tools()...)
+	}
+	return tools
 }
 
 // newScheduler opens data_dir/schedules.json. notify: email and auto

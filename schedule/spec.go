@@ -61,15 +61,9 @@ var localLayouts = []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-
 // build checks sp and makes the schedule it asks for, due after now. It
 // writes nothing.
 func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
-	o := s.opts
 	content := strings.TrimSpace(sp.Content)
-	switch {
-	case content == "":
-		return nil, errorf("bad_content", "content is empty: say what the session should be told when it fires")
-	case !utf8.ValidString(content):
-		return nil, errorf("bad_content", "content is not valid UTF-8")
-	case len(content) > o.MaxContentBytes:
-		return nil, errorf("content_too_long", "content is %d bytes; the limit is %d (server.max_message_bytes)", len(content), o.MaxContentBytes)
+	if err := s.checkContent(content); err != nil {
+		return nil, err
 	}
 	set := 0
 	for _, b := range []bool{sp.At != "", sp.InSeconds != 0, sp.Cron != ""} {
@@ -80,76 +74,112 @@ func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
 	if set != 1 {
 		return nil, errorf("bad_time", "give exactly one of at (a time), in_seconds (a delay) or cron (a recurring schedule)")
 	}
-	loc, tz := o.TZ, sp.TZ
-	if tz == "" {
-		tz = o.TZ.String()
-	} else {
-		l, err := loadLocation(tz)
-		if err != nil || tz == "Local" {
-			return nil, errorf("bad_tz", "unknown time zone %q: use an IANA name such as Europe/Berlin, America/New_York or UTC", tz)
-		}
-		loc = l
+	loc, tz, err := s.zone(sp.TZ)
+	if err != nil {
+		return nil, err
 	}
-	notify := sp.Notify
-	switch notify {
-	case "":
-		notify = NotifyNone
-	case NotifyNone:
-	case NotifyEmail, NotifyAuto:
-		if o.Mailer == nil || o.NotifyTo == "" {
-			return nil, errorf("notify_unavailable", "notify: %s needs channels.email enabled and schedules.notify_to set", notify)
-		}
-	default:
-		return nil, errorf("bad_notify", "notify %q: use none, email or auto", notify)
+	notify, err := s.checkNotify(sp.Notify)
+	if err != nil {
+		return nil, err
 	}
 	sc := &Schedule{ID: newID(), Content: content, CreatedBy: sp.CreatedBy, CreatedAt: now.UTC(),
 		TZ: tz, Notify: notify, loc: loc}
 	var due time.Time
-	switch {
-	case sp.Cron != "":
-		cs, err := parseCron(sp.Cron)
-		if err != nil {
-			return nil, errorf("bad_cron", "invalid cron: %v", err)
-		}
-		due = next(cs, now, loc)
-		if due.IsZero() {
-			return nil, errorf("bad_cron", "cron %q never runs", sp.Cron)
-		}
-		// Five fields cannot run more often than every minute: only a
-		// larger min_interval_sec needs the runs looked at.
-		if o.MinInterval > time.Minute {
-			if gap := minGap(cs, now.In(loc), 1000); gap > 0 && gap < o.MinInterval {
-				return nil, errorf("too_frequent", "cron %q runs %s apart; schedules.min_interval_sec allows no less than %s",
-					sp.Cron, gap, o.MinInterval)
-			}
-		}
-		sc.Cron, sc.sched = strings.Join(strings.Fields(sp.Cron), " "), cs
-	case sp.InSeconds != 0:
-		if sp.InSeconds < 1 || sp.InSeconds > int64(maxAhead/time.Second) {
-			return nil, errorf("bad_time", "in_seconds must be from 1 to %d", int64(maxAhead/time.Second))
-		}
-		// Whole seconds, rounded up: the times shown stay readable.
-		due = now.Add(time.Duration(sp.InSeconds)*time.Second + time.Second - 1).Truncate(time.Second)
-	default:
-		t, err := parseAt(sp.At, loc)
-		if err != nil {
+	if sp.Cron != "" {
+		if due, err = s.recurring(sc, sp.Cron, now); err != nil {
 			return nil, err
 		}
-		if !t.After(now) {
-			return nil, errorf("time_in_past", "at %s is in the past (it is now %s)", t.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
+	} else {
+		if due, err = oneShot(sp, now, loc); err != nil {
+			return nil, err
 		}
-		if t.Sub(now) > maxAhead {
-			return nil, errorf("bad_time", "at %s is more than ten years ahead", t.Format(time.RFC3339))
-		}
-		due = t
-	}
-	if sc.Cron == "" {
 		at := due.UTC()
 		sc.At = &at
 	}
 	nr := due.UTC()
 	sc.NextRun = &nr
 	return sc, nil
+}
+
+func (s *Scheduler) checkContent(content string) error {
+	switch {
+	case content == "":
+		return errorf("bad_content", "content is empty: say what the session should be told when it fires")
+	case !utf8.ValidString(content):
+		return errorf("bad_content", "content is not valid UTF-8")
+	case len(content) > s.opts.MaxContentBytes:
+		return errorf("content_too_long", "content is %d bytes; the limit is %d (server.max_message_bytes)", len(content), s.opts.MaxContentBytes)
+	}
+	return nil
+}
+
+// zone is the schedule's zone: tz, or the default.
+func (s *Scheduler) zone(tz string) (*time.Location, string, error) {
+	if tz == "" {
+		return s.opts.TZ, s.opts.TZ.String(), nil
+	}
+	l, err := loadLocation(tz)
+	if err != nil || tz == "Local" {
+		return nil, "", errorf("bad_tz", "unknown time zone %q: use an IANA name such as Europe/Berlin, America/New_York or UTC", tz)
+	}
+	return l, tz, nil
+}
+
+func (s *Scheduler) checkNotify(notify string) (string, error) {
+	switch notify {
+	case "", NotifyNone:
+		return NotifyNone, nil
+	case NotifyEmail, NotifyAuto:
+		if s.opts.Mailer == nil || s.opts.NotifyTo == "" {
+			return "", errorf("notify_unavailable", "notify: %s needs channels.email enabled and schedules.notify_to set", notify)
+		}
+		return notify, nil
+	}
+	return "", errorf("bad_notify", "notify %q: use none, email or auto", notify)
+}
+
+// recurring parses expr into sc and returns its first run after now.
+func (s *Scheduler) recurring(sc *Schedule, expr string, now time.Time) (time.Time, error) {
+	cs, err := parseCron(expr)
+	if err != nil {
+		return time.Time{}, errorf("bad_cron", "invalid cron: %v", err)
+	}
+	due := next(cs, now, sc.loc)
+	if due.IsZero() {
+		return time.Time{}, errorf("bad_cron", "cron %q never runs", expr)
+	}
+	// Five fields cannot run more often than every minute: only a larger
+	// min_interval_sec needs the runs looked at.
+	if s.opts.MinInterval > time.Minute {
+		if gap := minGap(cs, now.In(sc.loc), 1000); gap > 0 && gap < s.opts.MinInterval {
+			return time.Time{}, errorf("too_frequent", "cron %q runs %s apart; schedules.min_interval_sec allows no less than %s",
+				expr, gap, s.opts.MinInterval)
+		}
+	}
+	sc.Cron, sc.sched = strings.Join(strings.Fields(expr), " "), cs
+	return due, nil
+}
+
+// oneShot is the time of an at or in_seconds schedule.
+func oneShot(sp Spec, now time.Time, loc *time.Location) (time.Time, error) {
+	if sp.InSeconds != 0 {
+		if sp.InSeconds < 1 || sp.InSeconds > int64(maxAhead/time.Second) {
+			return time.Time{}, errorf("bad_time", "in_seconds must be from 1 to %d", int64(maxAhead/time.Second))
+		}
+		// Whole seconds, rounded up: the times shown stay readable.
+		return now.Add(time.Duration(sp.InSeconds)*time.Second + time.Second - 1).Truncate(time.Second), nil
+	}
+	t, err := parseAt(sp.At, loc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !t.After(now) {
+		return time.Time{}, errorf("time_in_past", "at %s is in the past (it is now %s)", t.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
+	}
+	if t.Sub(now) > maxAhead {
+		return time.Time{}, errorf("bad_time", "at %s is more than ten years ahead", t.Format(time.RFC3339))
+	}
+	return t, nil
 }
 
 // parseAt reads RFC 3339, or a local time in loc.
