@@ -49,4 +49,15 @@ func TestBrowserSchedulesPanel(t *testing.T) {
 		t.Fatalf("%d schedules on the server after cancel, want 1", n)
 	}
 
+	// One that fires: it arrives in the conversation with its own badge,
+	// is answered, and leaves the list.
+	if r := e.post(t, `{"content":"Reminder: drink water","in_seconds":1}`); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	p.wait("the fired reminder with the schedule badge", `[...document.querySelectorAll('#log li.msg.user')].some((li) =>
+		/Reminder: drink water/.test(li.textContent) && li.querySelector('.badge.ch-schedule') &&
+		li.querySelector('.badge.ch-schedule').textContent === 'schedule')`)
+	p.wait("its reply", `[...document.querySelectorAll('#log li.msg.assistant .md')].some((m) => /⏰ Reminder: drink water/.test(m.textContent))`)
+	p.wait("the list without it", `document.querySelectorAll('#schedules-list li').length === 1`)
+
 }

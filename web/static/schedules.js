@@ -2,8 +2,9 @@
 // recurring tasks, GET /api/schedules), each with its next run in local
 // time and a Cancel button (DELETE /api/schedules/{id}). It builds its own
 // header button and panel, and refreshes when the panel opens, after a
-// cancel, and whenever a turn has ended since it last looked (a schedule
-// may have been created, fired or cancelled by any door). Loaded as its
+// cancel, whenever a turn has ended since it last looked (a schedule may
+// have been created, fired or cancelled by any door), and every second
+// while a run is under way. Loaded as its
 // own module script after app.js, whose render hook it wraps.
 // Every server string goes through textContent (h()).
 
@@ -38,6 +39,7 @@ document.querySelector('header.top').after(panel);
 
 let items = [];
 let loading = null;
+let settleTimer = null;
 
 async function refresh() {
   if (loading) return loading;
@@ -46,7 +48,14 @@ async function refresh() {
     status.textContent = '';
   }, (e) => {
     status.textContent = 'Could not load the schedules: ' + e.message + '.';
-  }).finally(() => { loading = null; paint(); });
+  }).finally(() => {
+    loading = null;
+    paint();
+    // A run under way is settled just after its turn ends: look again
+    // until it is.
+    clearTimeout(settleTimer);
+    if (items.some((s) => s.firing)) settleTimer = setTimeout(refresh, 1000);
+  });
   return loading;
 }
 
