@@ -2,6 +2,7 @@ package email
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"image"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
 )
 
 // mailPart is one file of a test mail.
@@ -155,47 +157,48 @@ func TestDovecotAttachments(t *testing.T) {
 	}
 }
 
-// A mail whose files were removed from the store while it waited (it was
-// recorded, with its attachments, on arrival) is still answered: the turn
-// runs with the attachments named and the backend tells the model they
-// cannot be read; nothing behind it is held up.
+// A mail whose files were removed from the store between being taken and
+// being handed to the session (by hand: frontdesk never deletes them) is
+// still answered, without them and saying so, and holds up nothing behind
+// it: the session refuses unknown attachments, and a retry would be
+// refused forever.
 func TestMailAttachmentsRemovedBeforeTurn(t *testing.T) {
 	e := newEnv(t)
 	var err error
 	if e.files, err = attachments.Open(filepath.Join(e.dir, "attachments"), 0); err != nil {
 		t.Fatal(err)
 	}
-	gate := make(chan struct{})
-	e.agent.setGate(gate)
+	e.wrap = func(s Session) Session { return removeBeforeSubmit{s, e.files} }
 	e.start()
 	e.connected()
-	first := newMail(ana, "first", "hold the line")
-	e.imap.deliver(t, first)
-	<-e.agent.started
-	second := attachMail(ana, "second", "with a file", mailPart{"chart.png", "image/png", "attachment", mailPNG(t)})
-	e.imap.deliver(t, second)
-	var stored []string
-	eventually(t, "the second mail's file is stored", func() bool {
-		stored, _ = filepath.Glob(filepath.Join(e.dir, "attachments", "*", "*[0-9a-f]"))
-		return len(stored) == 1
-	})
-	eventually(t, "the second mail is taken", func() bool {
-		items, _ := filepath.Glob(filepath.Join(e.dir, "email", "inbox", "*.json"))
-		return len(items) == 2
-	})
-	if err := os.Remove(stored[0]); err != nil {
-		t.Fatal(err)
+	raw := attachMail(ana, "second", "with a file", mailPart{"chart.png", "image/png", "attachment", mailPNG(t)})
+	e.imap.deliver(t, raw)
+	if got := e.smtp.next(t); inReplyTo(got) != messageID(raw) {
+		t.Fatalf("answered %q, want the mail", inReplyTo(got))
 	}
-	close(gate)
-	e.smtp.next(t)
-	if got := e.smtp.next(t); inReplyTo(got) != messageID(second) {
-		t.Fatalf("answered %q, want the second mail", inReplyTo(got))
+	req := e.agent.requests()[0]
+	if len(req.Attachments) != 0 || !strings.Contains(req.Content, "no longer stored") {
+		t.Errorf("turn: %d attachments, content %q", len(req.Attachments), req.Content)
 	}
-	req := e.agent.requests()[1]
-	if len(req.Attachments) != 1 || req.Attachments[0].Name != "chart.png" {
-		t.Errorf("second turn: attachments %+v, want chart.png named", req.Attachments)
+	next := newMail(ana, "next", "and this one")
+	e.imap.deliver(t, next)
+	if got := e.smtp.next(t); inReplyTo(got) != messageID(next) {
+		t.Errorf("answered %q, want the next mail", inReplyTo(got))
 	}
-	if _, _, err := e.files.Open(req.Attachments[0].SHA256); err == nil {
-		t.Error("the removed file can still be opened")
+}
+
+// removeBeforeSubmit deletes an input's stored files just before the
+// session sees it.
+type removeBeforeSubmit struct {
+	Session
+	files *attachments.Store
+}
+
+func (r removeBeforeSubmit) Submit(ctx context.Context, in hub.Input) (hub.Result, error) {
+	for _, a := range in.Attachments {
+		if p := r.files.Path(a.SHA256); p != "" {
+			os.Remove(p)
+		}
 	}
+	return r.Session.Submit(ctx, in)
 }
