@@ -14,6 +14,10 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	// The time-zone database, built in (400 KB): schedules name
+	// zones, and the static binary may run where /usr/share/zoneinfo is
+	// missing (the FROM scratch image).
+	_ "time/tzdata"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/console"

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/mcp"
 	"github.com/frontdesk-hq/frontdesk/memory"
+	"github.com/frontdesk-hq/frontdesk/schedule"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 
@@ -71,17 +73,19 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 
 	// The console REPL: on when stdin is a terminal (auto), or forced. It
 	// ends on /quit, Ctrl-D or end of input; the server goes on.
-	var repl, mail *task
+	var repl, mail, sched *task
 	if c := cfg.Channels.Console.Enabled; c == "true" || (c == "auto" && console.IsTerminal(stdin)) {
 		color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
-				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }})
+				Stop:      func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() },
+				Schedules: a.sched})
 		})
 	}
 	if a.mail != nil {
 		mail = startTask(ctx, logger, "email channel", a.mail.Run)
 	}
+	sched = startTask(ctx, logger, "scheduler", a.sched.Run)
 
 	var runErr error
 	hubStopped := false
@@ -93,7 +97,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	case err := <-srvErr:
 		runErr = fmt.Errorf("http server: %w", err)
 	}
-	if err := shutdown(logger, repl, mail, stopHub, hubErr, hubStopped, srv, a.ws, st.chatLog); err != nil && runErr == nil {
+	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, srv, a.ws, st.chatLog); err != nil && runErr == nil {
 		runErr = err
 	}
 	return runErr
@@ -162,6 +166,7 @@ type app struct {
 	hub     *hub.SessionManager
 	tools   *mcp.Manager // nil without mcp.servers
 	mail    *email.Channel
+	sched   *schedule.Scheduler
 	ws      *ws.Handler
 	handler http.Handler
 }
@@ -177,10 +182,6 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		return nil, err
 	}
 	a := &app{tools: newMCPManager(cfg, getenv, logger)}
-	var extraTools func() []agent.Tool
-	if a.tools != nil {
-		extraTools = a.tools.Tools
-	}
 	a.hub = hub.New(hub.Config{
 		DataDir:         cfg.DataDir,
 		BusyPolicy:      cfg.Session.BusyPolicy,
@@ -193,7 +194,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Memory:          st.mem,
 		History:         history.NewReader(cfg.Session.ChatLogPath),
 		Index:           st.search,
-		Tools:           extraTools,
+		Tools:           a.turnTools,
 		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
 		Attachments:     st.files,
 		MaxAttachments:  cfg.Attachments.MaxPerMessage,
@@ -206,6 +207,9 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 			return nil, err // it names the channel and the variable to set
 		}
 		registry.MustRegister(a.mail.Collector())
+	}
+	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
+		return nil, err
 	}
 
 	var messages http.Handler
@@ -250,8 +254,52 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 
 		Attachments:        st.files,
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
+		Schedules:          a.sched,
 	})
 	return a, nil
+}
+
+// turnTools are the tools a turn gets besides the history tools: the
+// schedule tools, then the MCP servers' that are ready. The hub calls it
+// on its goroutine as each turn starts, after wire has set a.sched.
+func (a *app) turnTools() []agent.Tool {
+	tools := a.sched.Tools()
+	if a.tools != nil {
+		tools = append(tools, a.tools.Tools()...)
+	}
+	return tools
+}
+
+// newScheduler opens data_dir/schedules.json. notify: email and auto
+// mail through the email channel, when it is on and schedules.notify_to
+// is set (config checks that it is an allowed address).
+func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger *slog.Logger) (*schedule.Scheduler, error) {
+	loc := time.Local
+	if tz := cfg.Schedules.TZ; tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return nil, fmt.Errorf("schedules.tz: %w", err)
+		}
+		loc = l
+	} else if tz := strings.TrimPrefix(getenv("TZ"), ":"); tz != "" {
+		if l, err := time.LoadLocation(tz); err == nil {
+			// The zone by its name rather than "Local": schedules.json,
+			// the API and the model then say which zone a time is in.
+			loc = l
+		}
+	}
+	opts := schedule.Options{
+		DataDir:         cfg.DataDir,
+		MinInterval:     time.Duration(cfg.Schedules.MinIntervalSec) * time.Second,
+		MaxSchedules:    cfg.Schedules.MaxSchedules,
+		MaxContentBytes: int(cfg.Server.MaxMessageBytes),
+		TZ:              loc,
+		Logger:          logger,
+	}
+	if a.mail != nil && cfg.Schedules.NotifyTo != "" {
+		opts.Mailer, opts.NotifyTo = a.mail, cfg.Schedules.NotifyTo
+	}
+	return schedule.Open(a.hub, opts)
 }
 
 // newEmail builds the email channel: IMAP in, SMTP out. Enabled but
@@ -330,14 +378,14 @@ const (
 
 // shutdown stops everything in order: stop taking input (the REPL first,
 // so it restores the terminal; then email, so no mail goes into a stopping
-// session), then the hub (inputs get ErrClosed, the running turn ends
+// session; then the scheduler, so no schedule fires into it), then the hub (inputs get ErrClosed, the running turn ends
 // interrupted, the log is synced, every WebSocket is told 1001), then drain
 // HTTP and the WebSockets, then close the chat log. DESIGN promises an exit
 // within 5 s of the signal: each phase has its own slice of that, so one
 // stuck part (a mail server, a client that does not read) cannot starve the
 // ones after it. hubStopped says the hub has already returned (its error
 // was taken from hubErr).
-func shutdown(logger *slog.Logger, repl, mail *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
+func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
 	srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
 	start := time.Now()
 	phase := func(until time.Duration) (context.Context, context.CancelFunc) {
@@ -349,6 +397,9 @@ func shutdown(logger *slog.Logger, repl, mail *task, stopHub context.CancelFunc,
 	repl.halt(inputs)
 	if !mail.halt(inputs) {
 		logger.Error("email channel did not stop in time")
+	}
+	if !sched.halt(inputs) {
+		logger.Error("scheduler did not stop in time")
 	}
 	session, cancelSession := phase(shutdownSession)
 	defer cancelSession()

@@ -30,6 +30,14 @@ func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error
 			return Reply{}, err
 		}
 		reply = r
+	} else if rem, ok := parseReminder(req.Content); ok && req.Channel != event.ChannelSchedule {
+		r, err := d.remind(ctx, req, rem, emit)
+		if err != nil {
+			return Reply{}, err
+		}
+		reply = r
+	} else if req.Channel == event.ChannelSchedule {
+		reply = scheduledReply(req.Content)
 	}
 	words := strings.SplitAfter(reply, " ")
 	var t *time.Timer

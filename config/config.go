@@ -41,6 +41,8 @@ type Config struct {
 
 	// Attachments: see attachments.go.
 	Attachments Attachments `yaml:"attachments"`
+	// Schedules: see schedules.go.
+	Schedules Schedules `yaml:"schedules"`
 }
 
 // MCP configures the Model Context Protocol server (the history tools at
@@ -367,6 +369,8 @@ func Defaults() Config {
 		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300},
 
 		Attachments: defaultAttachments(),
+
+		Schedules: scheduleDefaults(),
 	}
 }
 
@@ -581,6 +585,7 @@ func (c *Config) Validate() error {
 	c.validateEmail(bad)
 	c.validateMCPServers(bad)
 	c.validateAttachments(bad)
+	c.validateSchedules(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
 	}

@@ -53,6 +53,8 @@ type Options struct {
 	// MCPServers, if set, reports the MCP servers the assistant uses, for
 	// /api/session and /healthz (as "mcp_servers").
 	MCPServers func() any
+	// Schedules serves /api/schedules (nil: not mounted).
+	Schedules Schedules
 	// Attachments serves POST /api/attachments and GET
 	// /api/attachments/{sha256} (nil: not mounted). AttachmentMaxBytes
 	// caps an upload: attachments.max_bytes, default
@@ -88,6 +90,9 @@ func Handler(s Session, o Options) http.Handler {
 	api.Handle("GET /api/history/range", apiFunc(h.historyRange))
 	api.Handle("GET /api/history/search", apiFunc(h.search))
 	api.Handle("GET /api/session", apiFunc(h.session))
+	if o.Schedules != nil {
+		scheduleRoutes(api, o.Schedules)
+	}
 	api.Handle("/api/", apiFunc(notFound))
 
 	mux := http.NewServeMux()

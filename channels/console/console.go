@@ -54,6 +54,8 @@ type Options struct {
 	// Stop, if set, stops the whole server (a clean shutdown, as SIGTERM):
 	// Ctrl-\ at the prompt calls it. Nil: Ctrl-\ is ignored.
 	Stop func()
+	// Schedules, if set, serves /schedules.
+	Schedules Schedules
 }
 
 // IsTerminal reports whether r is a terminal (an *os.File on a tty).
@@ -94,6 +96,7 @@ const help = `Type a message and press Enter to send it to the assistant.
   /history [n]     show the last n events (default 20)
   /search <text>   search the whole conversation history
   /status          show the session state
+  /schedules       list reminders and recurring tasks; /schedules cancel <id> cancels one
   /help            this text
   /quit            leave the console (Ctrl-D too); the server keeps running
 Ctrl-\ stops the server (as SIGTERM does), here and after /quit.`
@@ -105,7 +108,7 @@ const closedNote = "console closed; the server keeps running (stop it with Ctrl-
 // The server goes on either way; Run returns nil unless the REPL could
 // not start.
 func Run(ctx context.Context, s Session, o Options) error {
-	r := &repl{s: s, stop: o.Stop}
+	r := &repl{s: s, stop: o.Stop, sched: o.Schedules}
 	cfg := &readline.Config{
 		Prompt:          o.style(bold, "you› "),
 		Stdin:           o.Stdin,
@@ -193,6 +196,8 @@ type repl struct {
 	// asked for it (on readline's goroutine).
 	stop     func()
 	stopping atomic.Bool
+	// sched serves /schedules; nil: not available.
+	sched Schedules
 }
 
 func (r *repl) interrupt(ctx context.Context) {
@@ -234,6 +239,8 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		if _, err := r.s.Reset(ctx, hub.ResetManual); err != nil {
 			r.p.say("reset failed: " + errText(err))
 		}
+	case "/schedules":
+		r.schedules(ctx, arg)
 	case "/status":
 		info, err := r.s.Info(ctx)
 		if err != nil {

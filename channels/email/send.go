@@ -204,7 +204,13 @@ func buildMessage(it outboxItem, now time.Time) ([]byte, error) {
 	}
 	// RFC 3834: a machine's answer says so, and asks Exchange not to
 	// answer it with an out-of-office reply in turn.
-	h.Set("Auto-Submitted", "auto-replied")
+	// A notification (no In-Reply-To: a fired schedule's reply) is
+	// auto-generated rather than an auto-reply.
+	if it.InReplyTo == "" {
+		h.Set("Auto-Submitted", "auto-generated")
+	} else {
+		h.Set("Auto-Submitted", "auto-replied")
+	}
 	h.Set("X-Auto-Response-Suppress", "All")
 	h.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
 	h.Set("Content-Transfer-Encoding", "quoted-printable")

@@ -40,7 +40,7 @@ function channelLabel(d) {
 // The badge style: the built-in channels have their own; any other name a
 // webhook caller chose ("cron", "ci") is "custom".
 function channelKind(ch) {
-  return ['web', 'console', 'email', 'webhook'].includes(ch) ? ch : 'custom';
+  return ['web', 'console', 'email', 'webhook', 'schedule'].includes(ch) ? ch : 'custom';
 }
 
 function turnEndText(d) {

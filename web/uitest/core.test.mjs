@@ -304,8 +304,8 @@ assert(!s.resetRequested);
 assert.deepStrictEqual(kinds(s), ['user:a', 'assistant:b', 'reset:Conversation reset. The assistant keeps the last exchange above as context.']);
 
 // 17. channel badges: the built-in channels, anything else is custom
-assert.deepStrictEqual(['web', 'console', 'email', 'webhook', 'cron', undefined].map(Core.channelKind),
-  ['web', 'console', 'email', 'webhook', 'custom', 'custom']);
+assert.deepStrictEqual(['web', 'console', 'email', 'webhook', 'schedule', 'cron', undefined].map(Core.channelKind),
+  ['web', 'console', 'email', 'webhook', 'schedule', 'custom', 'custom']);
 s = Core.initialState();
 connect(s, {}, [ev(1, 'user', 't1', { channel: 'email', from: 'ana@example.com', content: 'hi' })]);
 assert.strictEqual(s.items[0].channelKind, 'email');

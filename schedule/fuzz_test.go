@@ -1,0 +1,56 @@
+package schedule
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+)
+
+// FuzzSpec feeds the body of POST /api/schedules (and the tool's
+// arguments) to the decoder and the checks: no panic; anything accepted
+// is due in the future, within ten years, with content inside the limit;
+// a recurring schedule's next run after the first is later still.
+func FuzzSpec(f *testing.F) {
+	for _, s := range []string{
+		`{"content":"x","at":"2026-11-27T09:00","tz":"Europe/Berlin"}`,
+		`{"content":"x","at":"2026-11-27T09:00:00+01:00"}`,
+		`{"content":"x","in_seconds":60,"notify":"none"}`,
+		`{"content":"x","cron":"0 8 * * 1-5","tz":"America/New_York"}`,
+		`{"content":"x","cron":"*/7 1-5/2 1,15 */3 MON-FRI"}`,
+		`{"content":"x","cron":"0 0 30 2 *"}`,
+		`{"content":"x","cron":"59 23 31 12 *","tz":"Pacific/Kiritimati"}`,
+		`{"content":"x","at":"2026-03-29 02:30","tz":"Europe/Berlin"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	s, err := Open(nil, Options{DataDir: f.TempDir(), Clock: idle.NewFake(now), TZ: time.UTC, MinInterval: 5 * time.Minute,
+		MaxContentBytes: 1024, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var sp Spec
+		if strictjson.Unmarshal(body, &sp) != nil {
+			return
+		}
+		sc, err := s.build(sp, now)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("%s: error %T %v, want *Error", body, err, err)
+			}
+			return
+		}
+		if sc.NextRun == nil || !sc.NextRun.After(now) || sc.NextRun.Sub(now) > maxAhead+24*time.Hour || len(sc.Content) > 1024 {
+			t.Fatalf("%s: accepted with next_run %v, content %d bytes", body, sc.NextRun, len(sc.Content))
+		}
+		if sc.recurring() {
+			if n := next(sc.sched, *sc.NextRun, sc.loc); !n.IsZero() && !n.After(*sc.NextRun) {
+				t.Fatalf("%s: next run %v is not after %v", body, n, sc.NextRun)
+			}
+		}
+	})
+}

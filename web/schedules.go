@@ -1,0 +1,103 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+	"github.com/frontdesk-hq/frontdesk/schedule"
+)
+
+// Schedules is the part of the scheduler the API uses.
+type Schedules interface {
+	Create(ctx context.Context, sp schedule.Spec) (schedule.Schedule, error)
+	List(ctx context.Context) ([]schedule.Schedule, error)
+	Cancel(ctx context.Context, id string) (schedule.Schedule, error)
+}
+
+var _ Schedules = (*schedule.Scheduler)(nil)
+
+// maxScheduleBody bounds POST /api/schedules: the content (up to
+// server.max_message_bytes, checked by the scheduler) and a few fields.
+const maxScheduleBody = 1 << 20
+
+// scheduleRoutes mounts /api/schedules on api.
+func scheduleRoutes(api *http.ServeMux, s Schedules) {
+	h := scheduleHandlers{s}
+	api.Handle("POST /api/schedules", apiFunc(h.create))
+	api.Handle("GET /api/schedules", apiFunc(h.list))
+	api.Handle("DELETE /api/schedules/{id}", apiFunc(h.cancel))
+}
+
+type scheduleHandlers struct{ s Schedules }
+
+func (h scheduleHandlers) create(w http.ResponseWriter, r *http.Request) error {
+	// JSON only, as on /api/messages: a form post from another site cannot
+	// make a schedule even where no Origin header is sent.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxScheduleBody+1))
+	if err == nil && len(b) > maxScheduleBody {
+		return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over 1 MiB")
+	}
+	var sp schedule.Spec
+	if err == nil {
+		err = strictjson.Unmarshal(b, &sp)
+	}
+	if err != nil {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_json",
+			`send {"content":"…","at":"2026-11-27T09:00:00+01:00"} or {"content":"…","cron":"0 8 * * 1-5","tz":"Europe/Berlin"}: `+err.Error())
+	}
+	// The API is the web door's: created_by names it.
+	sp.CreatedBy = event.ChannelWeb
+	sc, err := h.s.Create(r.Context(), sp)
+	if err != nil {
+		return fromSchedule(err)
+	}
+	httpjson.Write(w, http.StatusCreated, sc)
+	return nil
+}
+
+func (h scheduleHandlers) list(w http.ResponseWriter, r *http.Request) error {
+	list, err := h.s.List(r.Context())
+	if err != nil {
+		return fromSchedule(err)
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"schedules": list})
+	return nil
+}
+
+func (h scheduleHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
+	sc, err := h.s.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return fromSchedule(err)
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"cancelled": sc})
+	return nil
+}
+
+// fromSchedule maps the scheduler's refusals to API errors.
+func fromSchedule(err error) error {
+	var e *schedule.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	status := http.StatusBadRequest
+	switch e.Code {
+	case schedule.CodeNotFound:
+		status = http.StatusNotFound
+	case schedule.CodeTooMany:
+		status = http.StatusConflict
+	case "storage_full":
+		status = http.StatusInsufficientStorage
+	case "storage_error", "shutting_down":
+		status = http.StatusServiceUnavailable
+	}
+	return httpjson.Errorf(status, e.Code, e.Message)
+}

@@ -1,0 +1,133 @@
+// schedules.js — the "Scheduled" panel: what is scheduled (reminders and
+// recurring tasks, GET /api/schedules), each with its next run in local
+// time and a Cancel button (DELETE /api/schedules/{id}). It builds its own
+// header button and panel, and refreshes when the panel opens, after a
+// cancel, whenever a turn has ended since it last looked (a schedule may
+// have been created, fired or cancelled by any door), and every second
+// while a run is under way. Loaded as its
+// own module script after app.js, whose render hook it wraps.
+// Every server string goes through textContent (h()).
+
+import { el, h, whenLabel } from './dom.js';
+import { state, hooks, apiGet, getToken } from './shell.js';
+
+const button = h('button', 'small', 'Scheduled');
+button.id = 'schedules-open';
+button.type = 'button';
+button.title = 'Reminders and recurring tasks';
+button.setAttribute('aria-controls', 'schedules');
+button.setAttribute('aria-expanded', 'false');
+const count = h('span', 'sched-count', '');
+button.append(count);
+el.reset.before(button);
+
+const panel = h('section', 'schedules');
+panel.id = 'schedules';
+panel.hidden = true;
+panel.setAttribute('aria-label', 'Scheduled');
+const head = h('div', 'sched-head');
+head.append(h('h2', '', 'Scheduled'));
+const close = h('button', 'small', 'Close');
+close.type = 'button';
+head.append(close);
+const status = h('p', 'sched-status', '');
+status.setAttribute('role', 'status');
+const list = h('ul', 'sched-list');
+list.id = 'schedules-list';
+panel.append(head, status, list);
+document.querySelector('header.top').after(panel);
+
+let items = [];
+let loading = null;
+let settleTimer = null;
+
+async function refresh() {
+  if (loading) return loading;
+  loading = apiGet('/api/schedules', {}).then((b) => {
+    items = b.schedules || [];
+    status.textContent = '';
+  }, (e) => {
+    status.textContent = 'Could not load the schedules: ' + e.message + '.';
+  }).finally(() => {
+    loading = null;
+    paint();
+    // A run under way is settled just after its turn ends: look again
+    // until it is.
+    clearTimeout(settleTimer);
+    if (items.some((s) => s.firing)) settleTimer = setTimeout(refresh, 1000);
+  });
+  return loading;
+}
+
+function paint() {
+  count.textContent = items.length ? ' · ' + items.length : '';
+  list.replaceChildren();
+  if (!items.length && !status.textContent) status.textContent = 'Nothing is scheduled. Ask the assistant: “remind me in 10 minutes to …”.';
+  for (const s of items) {
+    const li = h('li', 'schedule');
+    li.dataset.id = s.id;
+    li.append(h('p', 'sched-content', s.content));
+    const meta = [];
+    if (s.next_run) meta.push('next: ' + whenLabel(s.next_run));
+    else if (s.firing) meta.push('running now');
+    if (s.cron) meta.push('repeats: ' + s.cron + ' (' + s.tz + ')');
+    if (s.notify && s.notify !== 'none') meta.push('notify: ' + s.notify);
+    meta.push('by ' + s.created_by);
+    const m = h('p', 'sched-meta', meta.join(' · '));
+    if (s.next_run) m.title = new Date(s.next_run).toLocaleString();
+    li.append(m);
+    const cancel = h('button', 'small danger', 'Cancel');
+    cancel.type = 'button';
+    cancel.dataset.action = 'cancel';
+    cancel.setAttribute('aria-label', 'Cancel: ' + s.content.slice(0, 60));
+    li.append(cancel);
+    list.append(li);
+  }
+}
+
+async function cancel(id, btn) {
+  btn.disabled = true;
+  const token = getToken();
+  try {
+    const res = await fetch('/api/schedules/' + encodeURIComponent(id), { method: 'DELETE',
+      headers: token ? { Authorization: 'Bearer ' + token } : {}, cache: 'no-store' });
+    if (!res.ok && res.status !== 404) {
+      let msg = 'the server answered ' + res.status;
+      try { msg = (await res.json()).message || msg; } catch { /* not JSON */ }
+      throw new Error(msg);
+    }
+  } catch (e) {
+    btn.disabled = false;
+    status.textContent = 'Could not cancel: ' + e.message + '.';
+    return;
+  }
+  await refresh();
+}
+
+function toggle(open) {
+  panel.hidden = !open;
+  button.setAttribute('aria-expanded', String(open));
+  if (open) refresh();
+}
+
+button.addEventListener('click', () => toggle(panel.hidden));
+close.addEventListener('click', () => { toggle(false); button.focus(); });
+list.addEventListener('click', (e) => {
+  const btn = e.target.closest('button[data-action="cancel"]');
+  const li = btn && btn.closest('li[data-id]');
+  if (li) cancel(li.dataset.id, btn);
+});
+
+// After each turn (the session idle again with new events), look again.
+let seen = -1;
+let timer = null;
+const render = hooks.changed;
+hooks.changed = () => {
+  render();
+  if (state.phase === 'live' && state.lastSeq !== seen && state.openTurns.length === 0) {
+    seen = state.lastSeq;
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 200);
+  }
+};
+refresh();
