@@ -182,23 +182,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		return nil, err
 	}
 	a := &app{tools: newMCPManager(cfg, getenv, logger)}
-	a.hub = hub.New(hub.Config{
-		DataDir:         cfg.DataDir,
-		BusyPolicy:      cfg.Session.BusyPolicy,
-		RetainExchanges: cfg.Session.RetainExchanges,
-		BufferEvents:    cfg.Session.BufferEvents,
-		ClientQueue:     cfg.Server.ClientQueue,
-		IdleTimeout:     time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
-		Logger:          logger,
-		Restore:         st.tail,
-		Memory:          st.mem,
-		History:         history.NewReader(cfg.Session.ChatLogPath),
-		Index:           st.search,
-		Tools:           a.turnTools,
-		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
-		Attachments:     st.files,
-		MaxAttachments:  cfg.Attachments.MaxPerMessage,
-	}, st.chatLog, ag)
+	a.hub = newHub(cfg, logger, st, ag, a.turnTools)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.hub.Collectors()...)
 
@@ -218,14 +202,6 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 			RatePerSec: wh.RatePerSec, RateBurst: wh.RateBurst})
 		registry.MustRegister(hook.Collectors()...)
 		messages = hook
-	}
-	var mcpHandler http.Handler
-	if cfg.MCP.Serve {
-		served := hub.HistoryTools(a.hub, "")
-		if cfg.MCP.ServeSend {
-			served = append(served, mcp.SendTool(a.hub))
-		}
-		mcpHandler = mcp.Handler(mcp.NewServer(version, served))
 	}
 	var mcpStates func() any
 	if a.tools != nil {
@@ -248,7 +224,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AllowedHosts:   cfg.Server.AllowedHosts,
 		WS:             a.ws,
 		Messages:       messages,
-		MCP:            mcpHandler,
+		MCP:            mcpServeHandler(cfg, a.hub),
 		MCPServers:     mcpStates,
 		Registry:       registry,
 
@@ -257,6 +233,41 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Schedules:          a.sched,
 	})
 	return a, nil
+}
+
+// newHub makes the session over the stores; tools supplies each turn's
+// tools besides the history tools.
+func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, tools func() []agent.Tool) *hub.SessionManager {
+	return hub.New(hub.Config{
+		DataDir:         cfg.DataDir,
+		BusyPolicy:      cfg.Session.BusyPolicy,
+		RetainExchanges: cfg.Session.RetainExchanges,
+		BufferEvents:    cfg.Session.BufferEvents,
+		ClientQueue:     cfg.Server.ClientQueue,
+		IdleTimeout:     time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
+		Logger:          logger,
+		Restore:         st.tail,
+		Memory:          st.mem,
+		History:         history.NewReader(cfg.Session.ChatLogPath),
+		Index:           st.search,
+		Tools:           tools,
+		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
+		Attachments:     st.files,
+		MaxAttachments:  cfg.Attachments.MaxPerMessage,
+	}, st.chatLog, ag)
+}
+
+// mcpServeHandler is /mcp (mcp.serve): the history tools, and
+// send_message with mcp.serve_send; nil when off.
+func mcpServeHandler(cfg config.Config, h *hub.SessionManager) http.Handler {
+	if !cfg.MCP.Serve {
+		return nil
+	}
+	served := hub.HistoryTools(h, "")
+	if cfg.MCP.ServeSend {
+		served = append(served, mcp.SendTool(h))
+	}
+	return mcp.Handler(mcp.NewServer(version, served))
 }
 
 // turnTools are the tools a turn gets besides the history tools: the

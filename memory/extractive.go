@@ -65,6 +65,17 @@ func Extractive(transcript []event.Event, maxChars int) string {
 		return ""
 	}
 
+	chosen := choose(cands, msgs, maxChars)
+	if len(chosen) == 0 {
+		return ""
+	}
+	return bullets(cands, msgs, chosen)
+}
+
+// choose picks the candidates that go into a summary of at most maxChars
+// runes: best first, none below a fraction of the best, no near-duplicates;
+// in chronological order. nil: nothing worth saying fits.
+func choose(cands []candidate, msgs []message, maxChars int) []int {
 	order := make([]int, len(cands))
 	for i := range order {
 		order[i] = i
@@ -80,7 +91,7 @@ func Extractive(transcript []event.Event, maxChars int) string {
 	})
 
 	if cands[order[0]].score <= 0 {
-		return "" // only boilerplate
+		return nil // only boilerplate
 	}
 	// Filler that merely fits is left out: a sentence must score at least
 	// a fraction of the best one.
@@ -114,13 +125,18 @@ func Extractive(transcript []event.Event, maxChars int) string {
 		c := &cands[order[0]]
 		room := maxChars - utf8.RuneCountInString(bulletPrefix(msgs[c.msg].label))
 		if room < minUsefulRunes {
-			return ""
+			return nil
 		}
 		c.text = cutRunes(c.text, room)
 		chosen = append(chosen, order[0])
 	}
 	slices.Sort(chosen) // candidates are in chronological order
+	return chosen
+}
 
+// bullets writes the chosen sentences as one bullet per message; sentences
+// of one message are joined by a space when adjacent, else by " … ".
+func bullets(cands []candidate, msgs []message, chosen []int) string {
 	var b strings.Builder
 	for i, ci := range chosen {
 		c := cands[ci]

@@ -242,66 +242,81 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 	case "/schedules":
 		r.schedules(ctx, arg)
 	case "/status":
-		info, err := r.s.Info(ctx)
-		if err != nil {
-			r.p.say("status failed: " + err.Error())
-			return false
-		}
-		state := "idle"
-		if info.Busy {
-			state = "working on " + info.Turn
-		}
-		r.p.say(fmt.Sprintf("session %s · generation %d · %s · last seq %d · %s", info.SessionID, info.Generation, state, info.LastSeq, clientCount(info.Subscribers)))
+		r.status(ctx)
 	case "/history":
-		n := 20
-		if arg != "" {
-			v, err := strconv.Atoi(arg)
-			if err != nil || v < 1 || v > 1000 {
-				r.p.say("usage: /history [n]   (n from 1 to 1000)")
-				return false
-			}
-			n = v
-		}
-		evs, err := r.s.Recent(ctx, n)
-		if err != nil {
-			r.p.say("history failed: " + err.Error())
-			return false
-		}
-		for _, e := range evs {
-			r.p.show(e)
-		}
+		r.history(ctx, arg)
 	case "/search":
-		if arg == "" {
-			r.p.say("usage: /search <words> (\"a phrase\", prefix*, channel:, from:, type:, before:, after:)")
-			return false
-		}
-		res, err := r.s.Search(ctx, arg, 20)
-		if err != nil {
-			r.p.say("search failed: " + err.Error())
-			return false
-		}
-		if len(res.Hits) == 0 {
-			r.p.say(r.p.o.style(dim, "no matches"))
-		} else if res.Mode != "and" || res.Indexing != nil {
-			r.p.say(r.p.o.style(dim, res.String()))
-		}
-		// Best first; matched words in bold, or marked «like this» as the
-		// index gives them when there is no colour.
-		for _, h := range res.Hits {
-			who := h.Type // assistant, memory
-			if h.Type == string(event.User) {
-				who = label(h.Channel, h.From)
-			}
-			ref := fmt.Sprintf("#%d", h.Seq)
-			if h.Seq == 0 {
-				ref = "memory"
-			}
-			r.p.say(fmt.Sprintf("%s %s %s: %s", h.TS.Local().Format("2006-01-02 15:04"), ref, who, r.p.o.marked(h.Snippet)))
-		}
+		r.search(ctx, arg)
 	default:
 		r.p.say("unknown command " + cmd + " (try /help; start a message with // to send a literal slash)")
 	}
 	return false
+}
+
+// status prints /status: the session at a glance.
+func (r *repl) status(ctx context.Context) {
+	info, err := r.s.Info(ctx)
+	if err != nil {
+		r.p.say("status failed: " + err.Error())
+		return
+	}
+	state := "idle"
+	if info.Busy {
+		state = "working on " + info.Turn
+	}
+	r.p.say(fmt.Sprintf("session %s · generation %d · %s · last seq %d · %s", info.SessionID, info.Generation, state, info.LastSeq, clientCount(info.Subscribers)))
+}
+
+// history prints /history [n]: the last n events.
+func (r *repl) history(ctx context.Context, arg string) {
+	n := 20
+	if arg != "" {
+		v, err := strconv.Atoi(arg)
+		if err != nil || v < 1 || v > 1000 {
+			r.p.say("usage: /history [n]   (n from 1 to 1000)")
+			return
+		}
+		n = v
+	}
+	evs, err := r.s.Recent(ctx, n)
+	if err != nil {
+		r.p.say("history failed: " + err.Error())
+		return
+	}
+	for _, e := range evs {
+		r.p.show(e)
+	}
+}
+
+// search prints /search: ranked hits, best first.
+func (r *repl) search(ctx context.Context, arg string) {
+	if arg == "" {
+		r.p.say("usage: /search <words> (\"a phrase\", prefix*, channel:, from:, type:, before:, after:)")
+		return
+	}
+	res, err := r.s.Search(ctx, arg, 20)
+	if err != nil {
+		r.p.say("search failed: " + err.Error())
+		return
+	}
+	if len(res.Hits) == 0 {
+		r.p.say(r.p.o.style(dim, "no matches"))
+	} else if res.Mode != "and" || res.Indexing != nil {
+		r.p.say(r.p.o.style(dim, res.String()))
+	}
+	// Best first; matched words in bold, or marked «like this» as the
+	// index gives them when there is no colour.
+	for _, h := range res.Hits {
+		who := h.Type // assistant, memory
+		if h.Type == string(event.User) {
+			who = label(h.Channel, h.From)
+		}
+		ref := fmt.Sprintf("#%d", h.Seq)
+		if h.Seq == 0 {
+			ref = "memory"
+		}
+		r.p.say(fmt.Sprintf("%s %s %s: %s", h.TS.Local().Format("2006-01-02 15:04"), ref, who, r.p.o.marked(h.Snippet)))
+	}
 }
 
 func (r *repl) send(ctx context.Context, content string) {

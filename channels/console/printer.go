@@ -195,23 +195,7 @@ func (p *printer) event(e event.Event) {
 	}
 	switch e.Type {
 	case event.User:
-		d := decode[event.UserData](e)
-		if d.Queued {
-			// Recorded now, run later: shown at once, and again when it starts.
-			if p.queued == nil {
-				p.queued = map[string]string{}
-			}
-			p.queued[e.Turn] = label(d.Channel, d.From)
-			if d.Channel == event.ChannelConsole {
-				return // typed here; send said it waits
-			}
-			p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + d.Content)
-			return
-		}
-		if d.Channel == event.ChannelConsole {
-			return // typed here: it is on the screen already
-		}
-		p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+		p.user(e)
 	case event.TurnStart:
 		who, ok := p.queued[e.Turn]
 		delete(p.queued, e.Turn)
@@ -252,20 +236,7 @@ func (p *printer) event(e event.Event) {
 			p.line(p.o.style(dim, "  → "+clip(d.Output, 160)))
 		}
 	case event.TurnEnd:
-		d := decode[event.TurnEndData](e)
-		if p.streaming == e.Turn {
-			p.endStream()
-		}
-		if p.cut == e.Turn {
-			p.cut = ""
-		}
-		delete(p.queued, e.Turn)
-		switch d.Status {
-		case event.StatusError:
-			p.line("[error] " + d.Error)
-		case event.StatusInterrupted:
-			p.line(p.o.style(dim, "[interrupted]"))
-		}
+		p.turnEnd(e)
 	case event.ApprovalRequest:
 		d := decode[event.ApprovalRequestData](e)
 		p.line(p.o.style(bold, fmt.Sprintf("approval needed [%s]: ", d.ID)) + fmt.Sprintf("%s %s — /approve %s or /deny %s", d.Tool, clip(string(d.Args), 200), d.ID, d.ID))
@@ -281,6 +252,46 @@ func (p *printer) event(e event.Event) {
 	case event.Reset:
 		d := decode[event.ResetData](e)
 		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", d.Reason, d.Kept))
+	}
+}
+
+// user prints a user event typed elsewhere (a queued one at once, and
+// again when it starts).
+func (p *printer) user(e event.Event) {
+	d := decode[event.UserData](e)
+	if d.Queued {
+		// Recorded now, run later: shown at once, and again when it starts.
+		if p.queued == nil {
+			p.queued = map[string]string{}
+		}
+		p.queued[e.Turn] = label(d.Channel, d.From)
+		if d.Channel == event.ChannelConsole {
+			return // typed here; send said it waits
+		}
+		p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + d.Content)
+		return
+	}
+	if d.Channel == event.ChannelConsole {
+		return // typed here: it is on the screen already
+	}
+	p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+}
+
+// turnEnd closes a turn's output and says how it ended, unless completed.
+func (p *printer) turnEnd(e event.Event) {
+	d := decode[event.TurnEndData](e)
+	if p.streaming == e.Turn {
+		p.endStream()
+	}
+	if p.cut == e.Turn {
+		p.cut = ""
+	}
+	delete(p.queued, e.Turn)
+	switch d.Status {
+	case event.StatusError:
+		p.line("[error] " + d.Error)
+	case event.StatusInterrupted:
+		p.line(p.o.style(dim, "[interrupted]"))
 	}
 }
 
