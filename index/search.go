@@ -194,26 +194,9 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts
 	fargs := []any{expr}
 	where(q, opts, &from, &fargs)
 
-	// The window: the id of the RankWindow-th newest match, if there are
-	// that many. FTS5 yields matches in rowid order, so this reads
-	// RankWindow postings, not all of them; the join with docs is made
-	// only when a filter needs it (it costs a lookup a match). The
-	// excluded turn does not count: at most two documents.
-	floorSQL := strings.Builder{}
-	floorArgs := []any{expr}
-	where(q, Options{}, &floorSQL, &floorArgs)
-	if len(floorArgs) == 1 {
-		floorSQL.WriteString(`SELECT rowid FROM fts WHERE fts MATCH ?`)
-	} else {
-		filters := floorSQL.String()
-		floorSQL.Reset()
-		floorSQL.WriteString(`SELECT fts.rowid` + match + filters)
-	}
-	var floor sql.NullInt64
-	err = ix.db.QueryRowContext(ctx, floorSQL.String()+` ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`,
-		append(floorArgs, RankWindow-1)...).Scan(&floor)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, false, classify("search", err)
+	floor, err := ix.window(ctx, q, expr)
+	if err != nil {
+		return nil, false, err
 	}
 	broad = floor.Valid
 
@@ -245,28 +228,9 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts
 	if err != nil || len(found) == 0 {
 		return nil, broad, err
 	}
-	ids := make([]string, len(found))
-	for i, f := range found {
-		ids[i] = strconv.FormatInt(f.id, 10)
-	}
-	rows, err := ix.db.QueryContext(ctx,
-		`SELECT rowid, snippet(fts, 0, ?, ?, '…', ?), content FROM fts WHERE fts MATCH ? AND rowid IN (`+strings.Join(ids, ",")+`)`,
-		MarkStart, MarkEnd, snippetTokens, expr)
+	snip, err := ix.snippets(ctx, expr, found)
 	if err != nil {
-		return nil, broad, classify("search", err)
-	}
-	defer rows.Close()
-	snip := make(map[int64]string, len(found))
-	for rows.Next() {
-		var id int64
-		var s, content string
-		if err := rows.Scan(&id, &s, &content); err != nil {
-			return nil, broad, classify("search", err)
-		}
-		snip[id] = wholeWords(s, content)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, broad, classify("search", err)
+		return nil, broad, err
 	}
 	hits = make([]Hit, len(found))
 	for i, f := range found {
@@ -274,6 +238,63 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts
 		hits[i].Snippet = flatten(snip[f.id])
 	}
 	return hits, broad, nil
+}
+
+// window finds the id of the RankWindow-th newest match of expr, if there
+// are that many (Valid): ranking then looks only at matches from there on.
+func (ix *Index) window(ctx context.Context, q Query, expr string) (sql.NullInt64, error) {
+	const match = ` FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`
+	// The window: the id of the RankWindow-th newest match, if there are
+	// that many. FTS5 yields matches in rowid order, so this reads
+	// RankWindow postings, not all of them; the join with docs is made
+	// only when a filter needs it (it costs a lookup a match). The
+	// excluded turn does not count: at most two documents.
+	floorSQL := strings.Builder{}
+	floorArgs := []any{expr}
+	where(q, Options{}, &floorSQL, &floorArgs)
+	if len(floorArgs) == 1 {
+		floorSQL.WriteString(`SELECT rowid FROM fts WHERE fts MATCH ?`)
+	} else {
+		filters := floorSQL.String()
+		floorSQL.Reset()
+		floorSQL.WriteString(`SELECT fts.rowid` + match + filters)
+	}
+	var floor sql.NullInt64
+	err := ix.db.QueryRowContext(ctx, floorSQL.String()+` ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`,
+		append(floorArgs, RankWindow-1)...).Scan(&floor)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return floor, classify("search", err)
+	}
+	return floor, nil
+}
+
+// snippets makes the snippets of the found documents, by id, cut at whole
+// words.
+func (ix *Index) snippets(ctx context.Context, expr string, docs []found) (map[int64]string, error) {
+	ids := make([]string, len(docs))
+	for i, f := range docs {
+		ids[i] = strconv.FormatInt(f.id, 10)
+	}
+	rows, err := ix.db.QueryContext(ctx,
+		`SELECT rowid, snippet(fts, 0, ?, ?, '…', ?), content FROM fts WHERE fts MATCH ? AND rowid IN (`+strings.Join(ids, ",")+`)`,
+		MarkStart, MarkEnd, snippetTokens, expr)
+	if err != nil {
+		return nil, classify("search", err)
+	}
+	defer rows.Close()
+	snip := make(map[int64]string, len(docs))
+	for rows.Next() {
+		var id int64
+		var s, content string
+		if err := rows.Scan(&id, &s, &content); err != nil {
+			return nil, classify("search", err)
+		}
+		snip[id] = wholeWords(s, content)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("search", err)
+	}
+	return snip, nil
 }
 
 // filtered lists the newest documents that pass a filter-only query.
