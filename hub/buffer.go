@@ -10,7 +10,7 @@ import (
 func (m *SessionManager) publish(e event.Event) {
 	m.seq++
 	e.Seq = m.seq
-	e.TS = event.Time(m.cfg.Now())
+	e.TS = event.Time(m.now())
 	if e.Type.Persisted() {
 		err := m.appendLog(e)
 		m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)

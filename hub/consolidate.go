@@ -22,7 +22,7 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 		return
 	}
 	sum, _ := m.agent.(memory.Summarizer)
-	now := m.cfg.Now()
+	now := m.now()
 	prev, done := m.consolidated, make(chan struct{})
 	m.consolidated = done
 	m.bg.Add(1)

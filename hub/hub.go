@@ -99,8 +99,6 @@ type Config struct {
 	BufferEvents int
 	// ClientQueue is each subscriber's queue length. Default 1024.
 	ClientQueue int
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
 	// Restore is the tail of the chat log to resume from, oldest first
@@ -109,7 +107,8 @@ type Config struct {
 	// IdleTimeout starts the reset sequence after this long without input
 	// or turn activity; 0 disables it.
 	IdleTimeout time.Duration
-	// Clock drives the idle timer. Default idle.System().
+	// Clock is the session's one time source: event timestamps, durations,
+	// the idle timer and its retries. Default idle.System().
 	Clock idle.Clock
 	// Memory holds short- and long-term memory; nil disables memory.
 	Memory *memory.Store
@@ -148,7 +147,7 @@ type Frame struct {
 	Event event.Event
 	JSON  []byte
 	// Published is when the hub made the frame (for a restored one: when
-	// it was read back), on the monotonic clock whatever Config.Now says:
+	// it was read back), on the monotonic clock whatever Config.Clock says:
 	// writers measure the fan-out lag from it.
 	Published time.Time
 	// queued: a user event recorded as queued (decoded once, here).
@@ -268,8 +267,8 @@ type SessionManager struct {
 type turn struct {
 	id      string
 	cancel  context.CancelFunc
-	started time.Time // Config.Now, for turn_end's duration_ms
-	// begun is time.Now (monotonic, whatever Config.Now says) for the
+	started time.Time // Config.Clock, for turn_end's duration_ms
+	// begun is time.Now (monotonic, whatever Config.Clock says) for the
 	// metrics; streamed is set at the first delta.
 	begun    time.Time
 	streamed bool
@@ -281,6 +280,9 @@ type turn struct {
 }
 
 const maxRememberedIDs = 10000
+
+// now is the session's time (Config.Clock).
+func (m *SessionManager) now() time.Time { return m.cfg.Clock.Now() }
 
 // New makes a SessionManager; nothing runs until Run.
 func New(cfg Config, log Log, a agent.Agent) *SessionManager {
@@ -295,9 +297,6 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	}
 	if cfg.ClientQueue <= 0 {
 		cfg.ClientQueue = 1024
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -388,7 +387,7 @@ type (
 // ErrClosed and returns. It returns an error only if the session cannot start.
 func (m *SessionManager) Run(ctx context.Context) error {
 	defer close(m.done)
-	sess, err := loadSession(m.cfg.DataDir, m.cfg.Now())
+	sess, err := loadSession(m.cfg.DataDir, m.now())
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
@@ -153,7 +153,7 @@ func TestResetCancelsRunningTurnAndQueuedInputLandsAfter(t *testing.T) {
 }
 
 func TestIdleReset(t *testing.T) {
-	clock := idle.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	g := testagent.NewGate()
 	h := startHub(t, Config{IdleTimeout: 30 * time.Minute, Clock: clock}, g)
 	s, _ := subscribe(t, h, 0)
@@ -196,7 +196,7 @@ func TestIdleReset(t *testing.T) {
 }
 
 func TestIdleDisabled(t *testing.T) {
-	clock := idle.NewFake(time.Now())
+	clock := fakeclock.New(time.Now())
 	h := startHub(t, Config{IdleTimeout: 0, Clock: clock}, &testagent.Count{N: 1})
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "hi")

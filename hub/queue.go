@@ -87,7 +87,7 @@ func (m *SessionManager) replace(old *queued) {
 		if m.turn != nil {
 			busy = m.turn.id
 		}
-		old.in.Notify(event.New(event.Busy, "", m.cfg.Now(), event.BusyData{
+		old.in.Notify(event.New(event.Busy, "", m.now(), event.BusyData{
 			Turn:        busy,
 			Message:     "A newer message replaced yours in the queue; yours was not sent.",
 			ClientMsgID: old.in.ClientMsgID,
@@ -129,7 +129,7 @@ func (m *SessionManager) startPending(ctx context.Context) {
 // running it a second time.
 func (m *SessionManager) startQueued(ctx context.Context, next *queued) error {
 	u := next.echo.Event
-	now := m.cfg.Now()
+	now := m.now()
 	e := event.New(event.TurnStart, u.Turn, now, event.TurnStartData{
 		InputSeq: u.Seq, WaitedMS: max(0, now.Sub(u.TS.Std()).Milliseconds()),
 	})
@@ -157,7 +157,7 @@ func (m *SessionManager) notStarted(next *queued, err error) {
 		code, msg = se.Code, se.Message() // stored has logged it
 	}
 	if next.in.Notify != nil {
-		next.in.Notify(event.New(event.Error, "", m.cfg.Now(), event.ErrorData{Code: code, Message: msg, ClientMsgID: next.in.ClientMsgID}))
+		next.in.Notify(event.New(event.Error, "", m.now(), event.ErrorData{Code: code, Message: msg, ClientMsgID: next.in.ClientMsgID}))
 	}
 	m.publish(event.New(event.TurnEnd, next.turn(), time.Time{}, event.TurnEndData{
 		Status: event.StatusError, Error: "not run: " + msg,

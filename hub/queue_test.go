@@ -11,6 +11,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 )
 
 // recorder is an agent that reports every request it runs and answers
@@ -214,7 +215,7 @@ func TestInterruptedDurationSkipsDowntime(t *testing.T) {
 	lg.Close()
 	now := t0.Add(time.Hour) // the server was down for an hour
 	rec := newRecorder()
-	h := startHub(t, Config{DataDir: dir, Restore: readLog(t, dir), Now: func() time.Time { return now }}, rec)
+	h := startHub(t, Config{DataDir: dir, Restore: readLog(t, dir), Clock: fakeclock.New(now)}, rec)
 	_, snap := subscribe(t, h, 0)
 	last := snap.Replay[len(snap.Replay)-1].Event
 	if te := data[event.TurnEndData](t, last); last.Turn != "t2" || te.Status != event.StatusInterrupted || te.DurationMS != 2500 {

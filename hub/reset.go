@@ -55,7 +55,7 @@ func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetD
 		return fail(fmt.Errorf("save session: %w", err))
 	}
 	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
-	e := event.New(event.Reset, "", m.cfg.Now(), d)
+	e := event.New(event.Reset, "", m.now(), d)
 	e.Seq = m.seq + 1
 	err = m.appendLog(e)
 	m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
@@ -124,7 +124,7 @@ func (m *SessionManager) writeAudit() (string, error) {
 	}
 	// A new name, never an earlier reset's (within one millisecond): a
 	// failed reset removes its audit file again.
-	base := filepath.Join(dir, m.cfg.Now().UTC().Format("2006-01-02T15-04-05.000"))
+	base := filepath.Join(dir, m.now().UTC().Format("2006-01-02T15-04-05.000"))
 	path := base + ".ndjson"
 	for i := 2; ; i++ {
 		if _, err := os.Lstat(path); err != nil {

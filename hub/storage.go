@@ -85,9 +85,9 @@ func (m *SessionManager) stored(part string, err error, attrs ...any) {
 	case err == nil:
 		delete(m.faults, part)
 		m.cfg.Logger.Info("storage: writing works again", append([]any{"part", part,
-			"failed_writes", f.count, "down_for", m.cfg.Now().Sub(f.since).Round(time.Millisecond)}, attrs...)...)
+			"failed_writes", f.count, "down_for", m.now().Sub(f.since).Round(time.Millisecond)}, attrs...)...)
 	case f == nil:
-		f = &fault{err: err, code: storageCode(err), since: m.cfg.Now(), count: 1}
+		f = &fault{err: err, code: storageCode(err), since: m.now(), count: 1}
 		m.faults[part] = f
 		m.cfg.Logger.Error("storage: cannot write; /healthz reports it until a write succeeds", append([]any{"part", part,
 			"code", f.code, "err", err}, attrs...)...)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
 	"github.com/frontdesk-hq/frontdesk/internal/testlog"
@@ -314,7 +314,7 @@ func generationOnDisk(t *testing.T, dir string) int64 {
 }
 
 func TestIdleResetRetriesAfterFailure(t *testing.T) {
-	clock := idle.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	rec, logger := testlog.New()
 	h := startHub(t, Config{IdleTimeout: 30 * time.Minute, Clock: clock, Logger: logger}, &testagent.Count{N: 1})
 	s, _ := subscribe(t, h, 0)
@@ -342,7 +342,7 @@ func TestIdleResetRetriesAfterFailure(t *testing.T) {
 }
 
 func TestConsolidationRetriedUntilWritten(t *testing.T) {
-	clock := idle.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	rec, logger := testlog.New()
 	cfg, mem := withMemory(t, Config{Clock: clock, Logger: logger, ConsolidateRetry: 5 * time.Second})
 	h := startHub(t, cfg, &testagent.Count{N: 1})
@@ -396,7 +396,7 @@ func TestConsolidationRetriedUntilWritten(t *testing.T) {
 
 func TestConsolidationPendingAtShutdownIsLogged(t *testing.T) {
 	rec, logger := testlog.New()
-	cfg, mem := withMemory(t, Config{Logger: logger, Clock: idle.NewFake(time.Now())})
+	cfg, mem := withMemory(t, Config{Logger: logger, Clock: fakeclock.New(time.Now())})
 	h := startHub(t, cfg, &testagent.Count{N: 1})
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "my cat is called Miso")

@@ -237,7 +237,7 @@ func (m *SessionManager) search(ctx context.Context, query string, opts index.Op
 	if m.cfg.Index == nil {
 		return SearchResult{}, ErrNoIndex
 	}
-	opts.Now = m.cfg.Now()
+	opts.Now = m.now()
 	t0 := time.Now()
 	defer func() { m.metrics.search.WithLabelValues(caller).Observe(time.Since(t0).Seconds()) }()
 	return m.cfg.Index.Search(ctx, query, opts)

@@ -127,7 +127,7 @@ func queuedBusy(turn, clientMsgID string) event.BusyData {
 func (m *SessionManager) record(in Input, queued bool) (*Frame, error) {
 	seq := m.seq + 1
 	id := "t" + strconv.FormatInt(seq, 10)
-	e := event.New(event.User, id, m.cfg.Now(), event.UserData{
+	e := event.New(event.User, id, m.now(), event.UserData{
 		Channel: in.Channel, From: in.From, Content: truncate(in.Content), ClientMsgID: in.ClientMsgID,
 		Attachments: in.Attachments, ScheduleID: in.ScheduleID, Queued: queued,
 	})
@@ -170,7 +170,7 @@ func (m *SessionManager) run(ctx context.Context, in Input, u event.Event) {
 	// is marked interrupted before its context is cancelled, never
 	// "cancelled" by a backend that noticed Run's context first.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.turn = &turn{id: id, cancel: cancel, started: m.cfg.Now(), begun: time.Now()}
+	m.turn = &turn{id: id, cancel: cancel, started: m.now(), begun: time.Now()}
 	req := agent.Request{
 		Turn: id, Channel: d.Channel, From: d.From, Content: d.Content,
 		Attachments: d.Attachments,
@@ -296,10 +296,10 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 	}
 	if status == event.StatusCancelled {
 		m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{
-			Text: cancelNotice(t.by, t.interrupted, m.cfg.Now().Sub(t.started)), By: t.by}))
+			Text: cancelNotice(t.by, t.interrupted, m.now().Sub(t.started)), By: t.by}))
 	}
 	m.publish(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
-		Status: status, Error: errMsg, DurationMS: m.cfg.Now().Sub(t.started).Milliseconds(), Usage: usage,
+		Status: status, Error: errMsg, DurationMS: m.now().Sub(t.started).Milliseconds(), Usage: usage,
 	}))
 	m.compact(t.id)
 	bump(&m.counters.Turns, status)

@@ -3,10 +3,21 @@ package idle
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+// The tests run in a testing/synctest bubble on the system clock: time
+// stands still until every goroutine in the bubble is blocked, then jumps
+// to the next timer. start is the bubble's start (2000-01-01 UTC).
+var start = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// advance lets d pass in the bubble and waits until what it woke is blocked
+// again.
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
 
 // step is one action in a Watch scenario: advance the fake clock, touch,
 // stop, or check what C holds right now.
@@ -70,43 +81,44 @@ func TestWatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := NewFake(start)
-			w := New(tc.timeout, clk)
-			if tc.timeout <= 0 && w.C() != nil {
-				t.Fatalf("disabled Watch: C() = %v, want nil", w.C())
-			}
-			for i, s := range tc.steps {
-				switch {
-				case s.advance != 0:
-					clk.Advance(s.advance)
-				case s.touch:
-					w.Touch()
-				case s.stop:
-					w.Stop()
+			synctest.Test(t, func(t *testing.T) {
+				w := New(tc.timeout, System())
+				if tc.timeout <= 0 && w.C() != nil {
+					t.Fatalf("disabled Watch: C() = %v, want nil", w.C())
 				}
-				if !s.check {
-					continue
+				for i, s := range tc.steps {
+					switch {
+					case s.advance != 0:
+						advance(s.advance)
+					case s.touch:
+						w.Touch()
+					case s.stop:
+						w.Stop()
+					}
+					if !s.check {
+						continue
+					}
+					select {
+					case got := <-w.C():
+						if s.wantFire.IsZero() {
+							t.Fatalf("step %d (clock at +%v): C delivered %v, want nothing", i, time.Now().Sub(start), got.Sub(start))
+						}
+						if !got.Equal(s.wantFire) {
+							t.Fatalf("step %d: C delivered +%v, want +%v", i, got.Sub(start), s.wantFire.Sub(start))
+						}
+					default:
+						if !s.wantFire.IsZero() {
+							t.Fatalf("step %d (clock at +%v): C delivered nothing, want a fire at +%v", i, time.Now().Sub(start), s.wantFire.Sub(start))
+						}
+					}
 				}
-				select {
-				case got := <-w.C():
-					if s.wantFire.IsZero() {
-						t.Fatalf("step %d (clock at +%v): C delivered %v, want nothing", i, clk.Now().Sub(start), got.Sub(start))
-					}
-					if !got.Equal(s.wantFire) {
-						t.Fatalf("step %d: C delivered +%v, want +%v", i, got.Sub(start), s.wantFire.Sub(start))
-					}
-				default:
-					if !s.wantFire.IsZero() {
-						t.Fatalf("step %d (clock at +%v): C delivered nothing, want a fire at +%v", i, clk.Now().Sub(start), s.wantFire.Sub(start))
-					}
-				}
-			}
+			})
 		})
 	}
 }
 
 func TestWatchCIsStable(t *testing.T) {
-	w := New(time.Minute, NewFake(start))
+	w := New(time.Minute, System())
 	c := w.C()
 	w.Touch()
 	w.Stop()
@@ -117,73 +129,68 @@ func TestWatchCIsStable(t *testing.T) {
 }
 
 // TestWatchWithHubLoop drives a Watch the way the hub does: one goroutine
-// owns it and selects on C and on inputs, while the test advances the clock
-// from outside.
+// owns it and selects on C and on inputs, while time passes outside.
 func TestWatchWithHubLoop(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	clk := NewFake(start)
-	inputs := make(chan chan struct{})
-	resets := make(chan time.Time)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w := New(time.Minute, clk)
-		defer w.Stop()
-		for {
-			select {
-			case ack := <-inputs:
-				w.Touch()
-				close(ack)
-			case at := <-w.C():
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		inputs := make(chan chan struct{})
+		resets := make(chan time.Time, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w := New(time.Minute, System())
+			defer w.Stop()
+			for {
 				select {
-				case resets <- at:
+				case ack := <-inputs:
+					w.Touch()
+					close(ack)
+				case at := <-w.C():
+					resets <- at
 				case <-ctx.Done():
 					return
 				}
-			case <-ctx.Done():
-				return
 			}
+		}()
+		input := func() {
+			ack := make(chan struct{})
+			inputs <- ack
+			<-ack
 		}
-	}()
-	input := func() {
-		ack := make(chan struct{})
+		advance(time.Hour) // no input yet: nothing is armed
 		select {
-		case inputs <- ack:
-		case <-ctx.Done():
-			t.Fatal("hub loop did not take the input")
+		case at := <-resets:
+			t.Fatalf("reset at %v before any input", at)
+		default:
 		}
-		<-ack
-	}
-	if got := clk.Waiters(); got != 0 {
-		t.Fatalf("Waiters before any input = %d, want 0", got)
-	}
-	input()
-	if err := clk.BlockUntil(ctx, 1); err != nil {
-		t.Fatalf("BlockUntil(1): %v", err)
-	}
-	clk.Advance(59 * time.Second)
-	input() // postpones to +1m59s
-	clk.Advance(59 * time.Second)
-	select {
-	case at := <-resets:
-		t.Fatalf("reset at +%v, want none before +1m59s", at.Sub(start))
-	default:
-	}
-	clk.Advance(time.Second)
-	select {
-	case at := <-resets:
-		if want := start.Add(119 * time.Second); !at.Equal(want) {
-			t.Fatalf("reset fired at +%v, want +%v", at.Sub(start), want.Sub(start))
+		t0 := time.Now()
+		input()
+		advance(59 * time.Second)
+		input() // postpones to t0+1m59s
+		advance(59 * time.Second)
+		select {
+		case at := <-resets:
+			t.Fatalf("reset at +%v, want none before +1m59s", at.Sub(t0))
+		default:
 		}
-	case <-ctx.Done():
-		t.Fatal("no reset after the quiet period")
-	}
-	if got := clk.Waiters(); got != 0 {
-		t.Fatalf("Waiters after the fire = %d, want 0 (disarmed until the next Touch)", got)
-	}
-	cancel()
-	<-done
+		advance(time.Second)
+		select {
+		case at := <-resets:
+			if want := t0.Add(119 * time.Second); !at.Equal(want) {
+				t.Fatalf("reset fired at +%v, want +%v", at.Sub(t0), want.Sub(t0))
+			}
+		default:
+			t.Fatal("no reset after the quiet period")
+		}
+		advance(time.Hour) // once per quiet period
+		select {
+		case at := <-resets:
+			t.Fatalf("a second reset at +%v without input", at.Sub(t0))
+		default:
+		}
+		cancel()
+		<-done
+	})
 }
 
 func TestWatchSystemClock(t *testing.T) {
@@ -201,95 +208,5 @@ func TestWatchSystemClock(t *testing.T) {
 	case <-w.C():
 		t.Fatal("C delivered after Stop")
 	default:
-	}
-}
-
-func TestFake(t *testing.T) {
-	clk := NewFake(start)
-	a := clk.NewTimer(2 * time.Second)
-	b := clk.NewTimer(time.Second)
-	if got := clk.Waiters(); got != 2 {
-		t.Fatalf("Waiters = %d, want 2", got)
-	}
-	clk.Advance(3 * time.Second)
-	if got, want := <-b.C(), start.Add(time.Second); !got.Equal(want) {
-		t.Fatalf("b fired with %v, want %v", got, want)
-	}
-	if got, want := <-a.C(), start.Add(2*time.Second); !got.Equal(want) {
-		t.Fatalf("a fired with %v, want %v", got, want)
-	}
-	if got, want := clk.Now(), start.Add(3*time.Second); !got.Equal(want) {
-		t.Fatalf("Now = %v, want %v", got, want)
-	}
-	if a.Stop() {
-		t.Fatal("Stop of a fired timer = true, want false")
-	}
-	if a.Reset(time.Second) {
-		t.Fatal("Reset of a fired timer = true, want false")
-	}
-	if !a.Reset(time.Second) {
-		t.Fatal("Reset of an armed timer = false, want true")
-	}
-	if !a.Stop() {
-		t.Fatal("Stop of an armed timer = false, want true")
-	}
-	clk.Advance(time.Hour)
-	select {
-	case v := <-a.C():
-		t.Fatalf("stopped timer fired with %v", v)
-	default:
-	}
-	z := clk.NewTimer(0)
-	select {
-	case <-z.C():
-	default:
-		t.Fatal("NewTimer(0) did not fire at once")
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := clk.BlockUntil(ctx, 1); err == nil {
-		t.Fatal("BlockUntil with no armed timer and a cancelled ctx returned nil")
-	}
-}
-
-func TestFakeConcurrent(t *testing.T) {
-	// Run under -race: Advance on one goroutine, Touch and BlockUntil on others.
-	clk := NewFake(start)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w := New(time.Second, clk)
-	done := make(chan int)
-	go func() {
-		n := 0
-		for range 1000 {
-			w.Touch()
-			select {
-			case <-w.C():
-				n++
-			default:
-			}
-		}
-		done <- n
-	}()
-	for range 1000 {
-		clk.Advance(time.Second / 3)
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		t.Fatal("toucher did not finish")
-	}
-	// The toucher has handed the Watch back; it must still work.
-	w.Touch()
-	at := clk.Now().Add(time.Second)
-	clk.Advance(time.Second)
-	select {
-	case got := <-w.C():
-		if !got.Equal(at) {
-			t.Fatalf("fire at %v, want %v", got, at)
-		}
-	default:
-		t.Fatal("no fire one timeout after the last Touch")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 )
 
 const benchSchedules = 10000
@@ -18,7 +18,7 @@ const benchSchedules = 10000
 // minutes in a few zones.
 func benchScheduler(tb testing.TB, n int) *Scheduler {
 	tb.Helper()
-	clock := idle.NewFake(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	s, err := Open(nil, Options{DataDir: tb.TempDir(), Clock: clock, MaxSchedules: n + 1, TZ: time.UTC,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

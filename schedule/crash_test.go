@@ -9,7 +9,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 )
 
@@ -18,7 +18,7 @@ import (
 // restart it runs, once.
 func TestCrashBetweenRecordAndRun(t *testing.T) {
 	dir := t.TempDir()
-	clock := idle.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	st := newSteps("recorded")
 	r := newRig(t, dir, clock, &agent.Demo{}, Options{step: st.hook})
 	sc := r.create(Spec{Content: "Reminder: water the plants", InSeconds: 60})
@@ -53,7 +53,7 @@ func TestCrashBetweenRecordAndRun(t *testing.T) {
 // session answers it as a duplicate: it does not run twice.
 func TestCrashAfterSubmitRunsOnce(t *testing.T) {
 	dir := t.TempDir()
-	clock := idle.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	st := newSteps("submitted")
 	r := newRig(t, dir, clock, &agent.Demo{}, Options{step: st.hook})
 	c := r.dial()
@@ -101,7 +101,7 @@ func (r *rig) get2Stopped(dir, id string) Schedule {
 func TestDowntime(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	clock := idle.NewFake(start)
+	clock := fakeclock.New(start)
 	r := newRig(t, dir, clock, &agent.Demo{}, Options{})
 	once := r.create(Spec{Content: "Reminder: call the plumber", At: "2026-05-01T13:00:00Z"})
 	hourly := r.create(Spec{Content: "check the queue", Cron: "30 * * * *"})
@@ -136,7 +136,7 @@ func TestDowntime(t *testing.T) {
 // it runs once and is settled.
 func TestStopWhileWaitingInLine(t *testing.T) {
 	dir := t.TempDir()
-	clock := idle.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	st := newSteps()
 	r := newRig(t, dir, clock, testagent.NewGate(), Options{step: st.hook})
 	c := r.dial()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
@@ -27,7 +27,7 @@ func FuzzSpec(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s, err := Open(nil, Options{DataDir: f.TempDir(), Clock: idle.NewFake(now), TZ: time.UTC, MinInterval: 5 * time.Minute,
+	s, err := Open(nil, Options{DataDir: f.TempDir(), Clock: fakeclock.New(now), TZ: time.UTC, MinInterval: 5 * time.Minute,
 		MaxContentBytes: 1024, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)

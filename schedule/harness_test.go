@@ -18,7 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 )
 
 // rig is a real session (hub, chat log, WebSocket server) with a
@@ -27,7 +27,7 @@ import (
 type rig struct {
 	t       *testing.T
 	dir     string
-	clock   *idle.Fake
+	clock   *fakeclock.Clock
 	hub     *hub.SessionManager
 	sched   *Scheduler
 	srv     *httptest.Server
@@ -41,7 +41,7 @@ type rig struct {
 	lg        *history.Log
 }
 
-func newRig(t *testing.T, dir string, clock *idle.Fake, a agent.Agent, opts Options) *rig {
+func newRig(t *testing.T, dir string, clock *fakeclock.Clock, a agent.Agent, opts Options) *rig {
 	t.Helper()
 	logPath := filepath.Join(dir, "chat_history.ndjson")
 	tail, _, err := history.ReadTail(logPath, 5000)

@@ -17,7 +17,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 )
 
@@ -87,7 +87,7 @@ func TestOpenAICreatesSchedule(t *testing.T) {
 	var sched *schedule.Scheduler
 	h := hub.New(hub.Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler),
 		Tools: func() []agent.Tool { return sched.Tools() }}, lg, o)
-	clock := idle.NewFake(time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)) // a Monday
+	clock := fakeclock.New(time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)) // a Monday
 	if sched, err = schedule.Open(h, schedule.Options{DataDir: dir, Clock: clock, TZ: time.UTC, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 )
 
@@ -20,7 +20,7 @@ import (
 // by both, answered, and run once; 9:00 stays 9:00 local time.
 func TestOneShotRecurringAndDSTThroughTheHub(t *testing.T) {
 	berlin := mustLoc(t, "Europe/Berlin")
-	clock := idle.NewFake(time.Date(2026, 3, 26, 10, 0, 0, 0, berlin))
+	clock := fakeclock.New(time.Date(2026, 3, 26, 10, 0, 0, 0, berlin))
 	st := newSteps()
 	r := newRig(t, t.TempDir(), clock, &agent.Demo{}, Options{TZ: berlin, step: st.hook})
 	a, b := r.dial(), r.dial()
@@ -96,7 +96,7 @@ func (r *rig) get2(id string) Schedule {
 // and shown at once to both clients as a queued input; when the long turn
 // ends it starts (turn_start), runs once, and is settled.
 func TestFiringWaitsVisiblyForARunningTurn(t *testing.T) {
-	clock := idle.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	gate := testagent.NewGate()
 	st := newSteps()
 	r := newRig(t, t.TempDir(), clock, gate, Options{step: st.hook})

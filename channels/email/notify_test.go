@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/idle"
+	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestScheduleNotify(t *testing.T) {
 	e := newEnv(t)
 	p := e.start()
-	clock := idle.NewFake(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC))
+	clock := fakeclock.New(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC))
 	sched, err := schedule.Open(p.hub, schedule.Options{DataDir: e.dir, Clock: clock, TZ: time.UTC,
 		Mailer: p.ch, NotifyTo: ana, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
 	if err != nil {
