@@ -161,6 +161,7 @@ func readLog(t *testing.T, path string) []event.Event {
 // server acknowledged (202) before the backup began is in the restored log
 // exactly once, the log is whole, and the session goes on where it was.
 func TestBackupWhileTurnStreams(t *testing.T) {
+	t.Parallel() // its own data directory and binary; it mostly waits on the server
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := filepath.Join(dir, "cfg.yaml")
@@ -393,6 +394,7 @@ func TestBackupWhileTurnStreams(t *testing.T) {
 // where the log stood when the live file was copied, with no gap and no
 // line twice.
 func TestBackupRotationDuringCopy(t *testing.T) {
+	t.Parallel() // its own data directory and binary; it mostly waits on the server
 	tests := []struct {
 		name      string
 		at        string // the backup step at which to rotate

@@ -24,6 +24,7 @@ import (
 // once, seq only goes up, and every turn has a turn_end (the cut ones
 // "interrupted").
 func TestKill9NeverLosesAnAcknowledgedInput(t *testing.T) {
+	t.Parallel() // its own data directory and binary; it mostly waits on the server
 	if testing.Short() {
 		t.Skip("50 crash/restart rounds")
 	}

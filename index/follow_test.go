@@ -162,6 +162,7 @@ func gzipPart(t *testing.T, plain string) {
 }
 
 func TestFollowerCatchesUpAcrossPartsAndFollows(t *testing.T) {
+	t.Parallel() // independent: its own data directory
 	dir := t.TempDir()
 	c := newChatLog(t, dir, 1)
 	c.fill(6000, func(i int) string {
@@ -210,6 +211,7 @@ func TestFollowerCatchesUpAcrossPartsAndFollows(t *testing.T) {
 }
 
 func TestFollowerWhileLogRotatesAndIsGzipped(t *testing.T) {
+	t.Parallel() // independent: its own data directory
 	dir := t.TempDir()
 	c := newChatLog(t, dir, 1)
 	f, _ := follower(t, dir, 0, nil)
@@ -249,6 +251,7 @@ func TestFollowerWhileLogRotatesAndIsGzipped(t *testing.T) {
 }
 
 func TestFollowerRebuildsDamagedIndexAndIndexesMemory(t *testing.T) {
+	t.Parallel() // independent: its own data directory
 	dir := t.TempDir()
 	c := newChatLog(t, dir, 5)
 	c.fill(300, func(int) string { return "lilies" })
@@ -294,6 +297,7 @@ func TestFollowerRebuildsDamagedIndexAndIndexesMemory(t *testing.T) {
 // (SIGKILL, like a crash), then indexes again: nothing missing, nothing
 // doubled.
 func TestKilledMidIndexCatchesUp(t *testing.T) {
+	t.Parallel() // independent: its own data directory
 	if testing.Short() {
 		t.Skip("builds a large log")
 	}

@@ -411,6 +411,7 @@ func TestReadOnlyAndMemoryIndex(t *testing.T) {
 // A query matching more than RankWindow messages ranks the newest
 // RankWindow of them and says so; memory sections are ranked all the same.
 func TestBroadQueryRanksTheNewestWindow(t *testing.T) {
+	t.Parallel() // independent: its own data directory
 	var texts []string
 	for i := range index.RankWindow + 500 {
 		texts = append(texts, fmt.Sprintf("weather report number %d", i), "ok")
