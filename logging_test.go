@@ -9,7 +9,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,9 +23,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/emersion/go-imap/v2"
-	"github.com/emersion/go-imap/v2/imapserver"
-	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
 	"github.com/frontdesk-hq/frontdesk/config"
 )
@@ -109,26 +105,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		}
 	}()
 	// An IMAP server where the assistant's password is another one.
-	mem := imapmemserver.New()
-	user := imapmemserver.NewUser("assistant", "not-the-configured-one")
-	if err := user.Create("INBOX", nil); err != nil {
-		t.Fatal(err)
-	}
-	mem.AddUser(user)
-	imapSrv := imapserver.New(&imapserver.Options{
-		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return mem.NewSession(), nil, nil
-		},
-		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}},
-		InsecureAuth: true,
-		Logger:       log.New(io.Discard, "", 0),
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go imapSrv.Serve(ln)
-	defer imapSrv.Close()
+	_, imapAddr := startMemIMAP(t, "not-the-configured-one", false)
 
 	tests := []struct {
 		name, format, agent string
@@ -155,7 +132,7 @@ channels:
     allow_from: ["@example.com"]
     imap: {addr: %q, tls: none, username: assistant}
     smtp: {addr: "127.0.0.1:1", tls: none, username: assistant}
-`, format, tc.agent, ln.Addr().String())), 0o600)
+`, format, tc.agent, imapAddr)), 0o600)
 			cmd := exec.Command(binary, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "FRONTDESK_AUTH_TOKEN="+token, "OPENAI_API_KEY="+apiKey,

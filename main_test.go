@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +20,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
@@ -343,4 +348,36 @@ func TestEnabledEmailWithoutPasswordRefusesToStart(t *testing.T) {
 	if !strings.Contains(stderr.String(), "FRONTDESK_IMAP_PASSWORD") {
 		t.Fatalf("the error does not name the variable: %s", stderr.String())
 	}
+}
+
+// startMemIMAP serves an in-memory IMAP mailbox for the user "assistant"
+// with password on 127.0.0.1 until the test ends (IDLE offered if idle);
+// mail appended to the returned user's INBOX is new mail for the server.
+func startMemIMAP(t *testing.T, password string, idle bool) (*imapmemserver.User, string) {
+	t.Helper()
+	mem := imapmemserver.New()
+	user := imapmemserver.NewUser("assistant", password)
+	if err := user.Create("INBOX", nil); err != nil {
+		t.Fatal(err)
+	}
+	mem.AddUser(user)
+	caps := imap.CapSet{imap.CapIMAP4rev1: {}}
+	if idle {
+		caps[imap.CapIdle] = struct{}{}
+	}
+	srv := imapserver.New(&imapserver.Options{
+		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+			return mem.NewSession(), nil, nil
+		},
+		Caps:         caps,
+		InsecureAuth: true,
+		Logger:       log.New(io.Discard, "", 0),
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return user, ln.Addr().String()
 }

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +18,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/emersion/go-imap/v2"
-	"github.com/emersion/go-imap/v2/imapserver"
-	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
@@ -35,26 +31,7 @@ func TestQueuedEmailSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary twice with an IMAP server")
 	}
-	mem := imapmemserver.New()
-	user := imapmemserver.NewUser("assistant", "imap-pass")
-	if err := user.Create("INBOX", nil); err != nil {
-		t.Fatal(err)
-	}
-	mem.AddUser(user)
-	imapSrv := imapserver.New(&imapserver.Options{
-		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return mem.NewSession(), nil, nil
-		},
-		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIdle: {}},
-		InsecureAuth: true,
-		Logger:       log.New(io.Discard, "", 0),
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go imapSrv.Serve(ln)
-	defer imapSrv.Close()
+	user, imapAddr := startMemIMAP(t, "imap-pass", true)
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "queue.yaml")
@@ -67,7 +44,7 @@ channels:
     allow_from: ["@example.com"]
     imap: {addr: %q, tls: none, username: assistant, poll_interval_sec: 5}
     smtp: {addr: "127.0.0.1:1", tls: none}
-`, ln.Addr().String()), 0o600)
+`, imapAddr), 0o600)
 
 	// First run: a long web turn, then an email.
 	p := startLogged(t, dir, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)

@@ -208,13 +208,14 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		mcpStates = func() any { return a.tools.States() }
 	}
 	a.ws = ws.New(a.hub, ws.Options{
-		MaxMessageBytes: cfg.Server.MaxMessageBytes,
-		PingInterval:    time.Duration(cfg.Server.PingIntervalSec) * time.Second,
-		WriteTimeout:    time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
-		MaxClients:      cfg.Server.MaxClients,
-		FrameRatePerSec: cfg.Server.FrameRatePerSec,
-		FrameRateBurst:  cfg.Server.FrameRateBurst,
-		Logger:          logger,
+		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
+		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
+		PingInterval:       time.Duration(cfg.Server.PingIntervalSec) * time.Second,
+		WriteTimeout:       time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
+		MaxClients:         cfg.Server.MaxClients,
+		FrameRatePerSec:    cfg.Server.FrameRatePerSec,
+		FrameRateBurst:     cfg.Server.FrameRateBurst,
+		Logger:             logger,
 	})
 	registry.MustRegister(a.ws.Collectors()...)
 	a.handler = web.Handler(a.hub, web.Options{

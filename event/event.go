@@ -231,6 +231,10 @@ type ConnectedData struct {
 	// BusyPolicy is session.busy_policy, so a client knows whether a
 	// message sent while busy is refused, queued or interrupts.
 	BusyPolicy string `json:"busy_policy,omitempty"`
+	// The attachment limits (attachments.max_bytes, max_per_message), so
+	// a client can refuse a file before uploading it; absent without a store.
+	AttachmentsMaxBytes      int64 `json:"attachments_max_bytes,omitempty"`
+	AttachmentsMaxPerMessage int   `json:"attachments_max_per_message,omitempty"`
 }
 
 // SyncedData ends a replay. Gapless is false when the client did not get

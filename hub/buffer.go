@@ -103,6 +103,9 @@ func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
 		},
 		Synced: event.SyncedData{LastSeq: m.seq},
 	}
+	if m.cfg.Attachments != nil {
+		snap.Connected.AttachmentsMaxPerMessage = m.cfg.MaxAttachments
+	}
 	// Gapless when every event after since is still covered by the buffer
 	// (compacted deltas are covered: their assistant event replaces them).
 	if since >= m.bufFirst-1 && since <= m.seq {

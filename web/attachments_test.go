@@ -16,7 +16,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
@@ -57,7 +59,7 @@ func startFilesMax(t testing.TB, a agent.Agent, token string, max int64) *fileEn
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
-	wsh := ws.New(m, ws.Options{})
+	wsh := ws.New(m, ws.Options{AttachmentMaxBytes: max})
 	srv := httptest.NewServer(web.Handler(m, web.Options{
 		Token: token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
 		Attachments: store, AttachmentMaxBytes: max,
@@ -333,6 +335,31 @@ func rawExchange(t *testing.T, addr, req string) string {
 // Messages refer to uploads by id from the WebSocket and the webhook;
 // unknown ids, malformed ids and too many are refused before anything is
 // recorded, and the user event carries the records.
+// connected tells a client the limits, so the page can refuse a file
+// before uploading it.
+func TestConnectedTellsAttachmentLimits(t *testing.T) {
+	e := startFilesMax(t, &agent.Demo{}, "", 12345)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.srv.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first struct {
+		Type event.Type
+		Data event.ConnectedData
+	}
+	if err := json.Unmarshal(b, &first); err != nil || first.Type != event.Connected ||
+		first.Data.AttachmentsMaxBytes != 12345 || first.Data.AttachmentsMaxPerMessage != 10 {
+		t.Fatalf("first frame %s (%v); want connected with attachments_max_bytes 12345, attachments_max_per_message 10", b, err)
+	}
+}
+
 func TestMessagesWithAttachments(t *testing.T) {
 	e := startFiles(t, &agent.Demo{}, "")
 	up := e.uploadRaw(t, bytes.NewReader(pngBytes(t, 4, 4)), "image/png", "chart.png")

@@ -41,6 +41,9 @@ type Options struct {
 	// MaxMessageBytes is the read limit per frame; larger frames close the
 	// connection with 1009. Default 65536.
 	MaxMessageBytes int64
+	// AttachmentMaxBytes is attachments.max_bytes, told to clients in
+	// connected when the session has an attachment store.
+	AttachmentMaxBytes int64
 	// PingInterval is how often the peer is pinged. Default 30 s.
 	PingInterval time.Duration
 	// WriteTimeout bounds each frame write and each ping's pong. Default 10 s.
@@ -442,6 +445,9 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 func (cn *conn) write(ctx context.Context, sub *hub.Subscription, snap hub.Snapshot) {
 	now := time.Now()
 	snap.Connected.MaxMessageBytes = cn.h.opts.MaxMessageBytes
+	if snap.Connected.AttachmentsMaxPerMessage > 0 { // the session has a store
+		snap.Connected.AttachmentsMaxBytes = cn.h.opts.AttachmentMaxBytes
+	}
 	if !cn.writeEvent(event.New(event.Connected, "", now, snap.Connected)) {
 		return
 	}
