@@ -22,7 +22,7 @@ var _ Agent = (*Demo)(nil)
 
 // Run implements Agent.
 func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error) {
-	emit(event.Status, event.TextData{Text: "working on your message…"})
+	emit(event.Status, event.TextData{Text: "thinking…"})
 	reply := DemoReply(req.Content, len(req.Context)/2) + DemoAttachments(req.Attachments)
 	if topic, ok := recallTopic(req.Content); ok {
 		r, err := d.recall(ctx, req, topic, emit)
