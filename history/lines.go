@@ -86,56 +86,9 @@ func scanLine(line []byte) (f fields, ok bool) {
 			return f, false
 		}
 		s.ws()
-		var bit uint8
-		switch string(key) {
-		case "v":
-			bit = 1
-			if f.v, ok = s.intOrNull(); !ok {
-				return f, false
-			}
-		case "seq":
-			bit = 2
-			if f.seq, ok = s.intOrNull(); !ok {
-				return f, false
-			}
-		case "ts":
-			bit = 4
-			// json hands null to event.Time, which rejects it.
-			ts, ok := s.str()
-			if !ok || ts.esc {
-				return f, false
-			}
-			var err error
-			if f.ts, err = time.Parse(time.RFC3339Nano, string(line[ts.start:ts.end])); err != nil {
-				return f, false
-			}
-		case "type":
-			bit = 8
-			if f.typ, ok = s.strOrNull(); !ok {
-				return f, false
-			}
-		case "turn":
-			bit = 16
-			if f.turn, ok = s.strOrNull(); !ok {
-				return f, false
-			}
-		case "data":
-			bit = 32
-			if s.i < len(line) {
-				f.dataKind = line[s.i]
-			}
-			f.data[0] = s.i
-			if !s.value(0) {
-				return f, false
-			}
-			f.data[1] = s.i
-		default:
-			if foldsTo(key, "v", "seq", "ts", "type", "turn", "data") {
-				return f, false // json would match it case-insensitively
-			}
-			if !s.value(0) {
-				return f, false
-			}
+		bit, ok := s.member(&f, key)
+		if !ok {
+			return f, false
 		}
 		if seen&bit != 0 {
 			return f, false // json keeps the last; not worth following
@@ -151,6 +104,63 @@ func scanLine(line []byte) (f fields, ok bool) {
 		break
 	}
 	return f, true
+}
+
+// member reads the value of the member named key into f and returns the
+// member's bit (0 for one an Event does not have); ok is false when the
+// line is one scanLine is not sure of.
+func (s *scanner) member(f *fields, key []byte) (bit uint8, ok bool) {
+	switch string(key) {
+	case "v":
+		bit = 1
+		if f.v, ok = s.intOrNull(); !ok {
+			return 0, false
+		}
+	case "seq":
+		bit = 2
+		if f.seq, ok = s.intOrNull(); !ok {
+			return 0, false
+		}
+	case "ts":
+		bit = 4
+		// json hands null to event.Time, which rejects it.
+		ts, ok := s.str()
+		if !ok || ts.esc {
+			return 0, false
+		}
+		var err error
+		if f.ts, err = time.Parse(time.RFC3339Nano, string(s.b[ts.start:ts.end])); err != nil {
+			return 0, false
+		}
+	case "type":
+		bit = 8
+		if f.typ, ok = s.strOrNull(); !ok {
+			return 0, false
+		}
+	case "turn":
+		bit = 16
+		if f.turn, ok = s.strOrNull(); !ok {
+			return 0, false
+		}
+	case "data":
+		bit = 32
+		if s.i < len(s.b) {
+			f.dataKind = s.b[s.i]
+		}
+		f.data[0] = s.i
+		if !s.value(0) {
+			return 0, false
+		}
+		f.data[1] = s.i
+	default:
+		if foldsTo(key, "v", "seq", "ts", "type", "turn", "data") {
+			return 0, false // json would match it case-insensitively
+		}
+		if !s.value(0) {
+			return 0, false
+		}
+	}
+	return bit, true
 }
 
 // foldsTo reports whether key equals one of names under Unicode case
