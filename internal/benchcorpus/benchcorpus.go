@@ -76,54 +76,11 @@ func makeCorpus(dir string, b testing.TB) (string, error) {
 		return "", err
 	}
 	// Text is made on two goroutines, in order, while this one appends.
-	const batch = 4096
-	type chunk struct {
-		evs  []event.Event
-		done chan struct{}
-	}
 	chunks := make(chan *chunk, 8)
-	go func() {
-		defer close(chunks)
-		sem := make(chan struct{}, 2)
-		turn := 0
-		for seq := int64(1); seq <= Events; {
-			c := &chunk{done: make(chan struct{})}
-			from, firstTurn := seq, turn
-			// Turns have 3 or 5 events: plan the batch's turns here so
-			// that seqs and turn numbers carry on across batches.
-			n := 0
-			var plan []int
-			for n < batch && seq+int64(n) <= Events {
-				k := 3
-				if rand.New(rand.NewPCG(uint64(turn+len(plan)), 7)).IntN(20) == 0 {
-					k = 5
-				}
-				plan = append(plan, k)
-				n += k
-			}
-			seq += int64(n)
-			turn += len(plan)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; close(c.done) }()
-				c.evs = genTurns(from, firstTurn, plan)
-			}()
-			chunks <- c
-		}
-	}()
-	var written int64
-	for c := range chunks {
-		<-c.done
-		for _, e := range c.evs {
-			if written == Events {
-				break
-			}
-			if err := l.Append(e); err != nil {
-				l.Close()
-				return "", err
-			}
-			written++
-		}
+	go generate(chunks)
+	if err := appendAll(l, chunks); err != nil {
+		l.Close()
+		return "", err
 	}
 	if err := l.Close(); err != nil {
 		return "", err
@@ -148,6 +105,67 @@ func makeCorpus(dir string, b testing.TB) (string, error) {
 	}
 	b.Logf("generated the corpus in %s (%v)", dir, time.Since(began).Round(time.Millisecond))
 	return live, nil
+}
+
+// chunk is a batch of generated events; done is closed once evs is set.
+type chunk struct {
+	evs  []event.Event
+	done chan struct{}
+}
+
+// corpusBatch is how many events one generated chunk holds (about).
+const corpusBatch = 4096
+
+// generate sends the corpus's events in order, in chunks made two at a
+// time, then closes chunks.
+func generate(chunks chan<- *chunk) {
+	defer close(chunks)
+	sem := make(chan struct{}, 2)
+	turn := 0
+	for seq := int64(1); seq <= Events; {
+		c := &chunk{done: make(chan struct{})}
+		from, firstTurn := seq, turn
+		// Turns have 3 or 5 events: plan the batch's turns here so
+		// that seqs and turn numbers carry on across batches.
+		n := 0
+		var plan []int
+		for n < corpusBatch && seq+int64(n) <= Events {
+			k := 3
+			if rand.New(rand.NewPCG(uint64(turn+len(plan)), 7)).IntN(20) == 0 {
+				k = 5
+			}
+			plan = append(plan, k)
+			n += k
+		}
+		seq += int64(n)
+		turn += len(plan)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; close(c.done) }()
+			c.evs = genTurns(from, firstTurn, plan)
+		}()
+		chunks <- c
+	}
+}
+
+// appendAll appends the chunks' events to l in order, Events in all.
+func appendAll(l *history.Log, chunks <-chan *chunk) error {
+	var written int64
+	for c := range chunks {
+		<-c.done
+		for _, e := range c.evs {
+			if written == Events {
+				break
+			}
+			if err := l.Append(e); err != nil {
+				for range chunks { // let the generator finish
+				}
+				return err
+			}
+			written++
+		}
+	}
+	return nil
 }
 
 func gzipFile(path string) error {
