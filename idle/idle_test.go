@@ -101,14 +101,14 @@ func TestWatch(t *testing.T) {
 					select {
 					case got := <-w.C():
 						if s.wantFire.IsZero() {
-							t.Fatalf("step %d (clock at +%v): C delivered %v, want nothing", i, time.Now().Sub(start), got.Sub(start))
+							t.Fatalf("step %d (clock at +%v): C delivered %v, want nothing", i, time.Since(start), got.Sub(start))
 						}
 						if !got.Equal(s.wantFire) {
 							t.Fatalf("step %d: C delivered +%v, want +%v", i, got.Sub(start), s.wantFire.Sub(start))
 						}
 					default:
 						if !s.wantFire.IsZero() {
-							t.Fatalf("step %d (clock at +%v): C delivered nothing, want a fire at +%v", i, time.Now().Sub(start), s.wantFire.Sub(start))
+							t.Fatalf("step %d (clock at +%v): C delivered nothing, want a fire at +%v", i, time.Since(start), s.wantFire.Sub(start))
 						}
 					}
 				}
