@@ -72,12 +72,12 @@ func (c *capReader) Read(p []byte) (int, error) {
 
 // attachmentRoutes mounts POST /api/attachments and GET /api/attachments/{sha256}.
 func attachmentRoutes(api *http.ServeMux, o Options) {
-	max := o.AttachmentMaxBytes
-	if max <= 0 {
-		max = DefaultAttachmentMaxBytes
+	limit := o.AttachmentMaxBytes
+	if limit <= 0 {
+		limit = DefaultAttachmentMaxBytes
 	}
 	api.Handle("POST /api/attachments", apiFunc(func(w http.ResponseWriter, r *http.Request) error {
-		a, err := upload(w, r, o.Attachments, max)
+		a, err := upload(w, r, o.Attachments, limit)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func attachmentRoutes(api *http.ServeMux, o Options) {
 
 // upload stores the file of an upload request: the raw body (named by
 // ?name=), or the part named "file" of a multipart/form-data body.
-func upload(w http.ResponseWriter, r *http.Request, store AttachmentStore, max int64) (event.Attachment, error) {
+func upload(w http.ResponseWriter, r *http.Request, store AttachmentStore, limit int64) (event.Attachment, error) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadTimeout))
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
@@ -99,27 +99,27 @@ func upload(w http.ResponseWriter, r *http.Request, store AttachmentStore, max i
 			"send the file as the body with any Content-Type (the type is sniffed from the bytes) and ?name=, or as multipart/form-data field \"file\"")
 	}
 	mt, _, _ := mime.ParseMediaType(ct)
-	if r.ContentLength > max+multipartSlack {
+	if r.ContentLength > limit+multipartSlack {
 		refuse(w) // the rest of the body is never read
-		return event.Attachment{}, tooLarge(max)
+		return event.Attachment{}, tooLarge(limit)
 	}
 	var (
 		a   event.Attachment
 		err error
 	)
 	if mt == "multipart/form-data" {
-		a, err = uploadMultipart(w, r, store, max)
+		a, err = uploadMultipart(w, r, store, limit)
 	} else {
-		a, err = store.Put(&capReader{r: r.Body, n: max}, r.URL.Query().Get("name"))
+		a, err = store.Put(&capReader{r: r.Body, n: limit}, r.URL.Query().Get("name"))
 	}
 	if err != nil {
-		return a, uploadError(w, err, max)
+		return a, uploadError(w, err, limit)
 	}
 	return a, nil
 }
 
-func uploadMultipart(w http.ResponseWriter, r *http.Request, store AttachmentStore, max int64) (event.Attachment, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, max+multipartSlack)
+func uploadMultipart(w http.ResponseWriter, r *http.Request, store AttachmentStore, limit int64) (event.Attachment, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, limit+multipartSlack)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return event.Attachment{}, httpjson.Errorf(http.StatusBadRequest, "bad_body", "the multipart body is malformed: "+err.Error())
@@ -140,17 +140,17 @@ func uploadMultipart(w http.ResponseWriter, r *http.Request, store AttachmentSto
 			p.Close()
 			continue
 		}
-		return store.Put(&capReader{r: p, n: max}, p.FileName())
+		return store.Put(&capReader{r: p, n: limit}, p.FileName())
 	}
 }
 
-func tooLarge(max int64) error {
+func tooLarge(limit int64) error {
 	return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large",
-		fmt.Sprintf("the file is larger than %s (attachments.max_bytes)", event.FormatSize(max)))
+		fmt.Sprintf("the file is larger than %s (attachments.max_bytes)", event.FormatSize(limit)))
 }
 
 // uploadError maps a failed upload to an API error.
-func uploadError(w http.ResponseWriter, err error, max int64) error {
+func uploadError(w http.ResponseWriter, err error, limit int64) error {
 	var (
 		mbe *http.MaxBytesError
 		he  *httpjson.Error
@@ -160,7 +160,7 @@ func uploadError(w http.ResponseWriter, err error, max int64) error {
 		return he
 	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
 		refuse(w)
-		return tooLarge(max)
+		return tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
 		return httpjson.Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
