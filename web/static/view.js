@@ -36,12 +36,24 @@ const farFromBottom = () => fromBottom() > el.main.clientHeight / 2;
 // the last scroll, theirs or ours). A resize — a phone turned, a window
 // narrowed to phone width — reflows the text and leaves scrollTop where it
 // was, so it is what says "stay at the newest message" then.
+// The browser may fire the reflow's scroll event before the
+// ResizeObserver's callback: the scroll handler then sees the size change
+// itself and follows instead of concluding the reader scrolled up.
 let atBottom = true;
+let lastSize = '';
+function sizeChanged() {
+  const size = el.main.clientWidth + 'x' + el.main.clientHeight;
+  const changed = size !== lastSize;
+  lastSize = size;
+  return changed;
+}
 function followResize() {
+  sizeChanged();
   if (atBottom && !state.archive) el.main.scrollTop = el.main.scrollHeight;
 }
+sizeChanged();
+window.addEventListener('resize', followResize);
 if ('ResizeObserver' in window) new ResizeObserver(followResize).observe(el.main);
-else window.addEventListener('resize', followResize);
 
 function connectionView() {
   if (state.phase === 'live') return ['connected', 'connected'];
@@ -277,6 +289,11 @@ function showNote(kind, text) {
   noteTimer = setTimeout(() => { el.note.hidden = true; }, 8000);
 }
 el.main.addEventListener('scroll', () => {
+  if (sizeChanged()) { // a resize's reflow, not the reader
+    followResize();
+    lastScrollTop = el.main.scrollTop;
+    return;
+  }
   const t = el.main.scrollTop;
   if (t < lastScrollTop - 1) wantOlder = true;
   else if (t > lastScrollTop + 1) wantNewer = true;
