@@ -65,6 +65,54 @@ func (l *logLines) waitFor(t *testing.T, re string) {
 	}
 }
 
+// loggedProc is a running binary whose stderr (logs) and stdout (out) are
+// collected line by line.
+type loggedProc struct {
+	cmd       *exec.Cmd
+	url       string
+	logs, out *logLines
+	exited    chan error
+}
+
+// startLogged runs the binary in dir with env added and waits for its
+// address; it is killed when the test ends.
+func startLogged(t *testing.T, dir string, env []string, args ...string) *loggedProc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &loggedProc{cmd: cmd, logs: &logLines{more: make(chan struct{}, 1)}, out: &logLines{more: make(chan struct{}, 1)},
+		exited: make(chan error, 1)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var reading sync.WaitGroup
+	for _, s := range []struct {
+		r io.Reader
+		l *logLines
+	}{{stderr, p.logs}, {stdout, p.out}} {
+		reading.Go(func() {
+			sc := bufio.NewScanner(s.r)
+			for sc.Scan() {
+				s.l.add(sc.Text())
+			}
+		})
+	}
+	go func() { reading.Wait(); p.exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-p.exited; p.exited <- nil })
+	p.out.waitFor(t, `listening on http://\S+`)
+	p.url = regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(p.out.all())[1]
+	return p
+}
+
 // TestSecretsNeverLogged runs the server with an auth token, a model API
 // key and mail passwords, makes everything that might mention them happen
 // (a refused token, the token in a URL, a model server that answers 401
@@ -133,40 +181,10 @@ channels:
     imap: {addr: %q, tls: none, username: assistant}
     smtp: {addr: "127.0.0.1:1", tls: none, username: assistant}
 `, format, tc.agent, imapAddr)), 0o600)
-			cmd := exec.Command(binary, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "FRONTDESK_AUTH_TOKEN="+token, "OPENAI_API_KEY="+apiKey,
-				"FRONTDESK_IMAP_PASSWORD="+imapPass, "FRONTDESK_SMTP_PASSWORD="+smtpPass)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			logs := &logLines{more: make(chan struct{}, 1)}
-			out := &logLines{more: make(chan struct{}, 1)}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var reading sync.WaitGroup
-			for _, p := range []struct {
-				r io.Reader
-				l *logLines
-			}{{stderr, logs}, {stdout, out}} {
-				reading.Go(func() {
-					sc := bufio.NewScanner(p.r)
-					for sc.Scan() {
-						p.l.add(sc.Text())
-					}
-				})
-			}
-			exited := make(chan error, 1)
-			go func() { reading.Wait(); exited <- cmd.Wait() }()
-			t.Cleanup(func() { cmd.Process.Kill(); <-exited; exited <- nil })
-			out.waitFor(t, `listening on http://\S+`)
-			base := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(out.all())[1]
+			p := startLogged(t, dir, []string{"FRONTDESK_AUTH_TOKEN=" + token, "OPENAI_API_KEY=" + apiKey,
+				"FRONTDESK_IMAP_PASSWORD=" + imapPass, "FRONTDESK_SMTP_PASSWORD=" + smtpPass},
+				"-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+			base, logs, out := p.url, p.logs, p.out
 
 			call := func(method, path, auth, body string) (int, string) {
 				t.Helper()
@@ -206,7 +224,7 @@ channels:
 			// The mail server refuses the password.
 			logs.waitFor(t, `refused the login`)
 
-			if _, err := (&proc{cmd: cmd, exited: exited, stderr: &bytes.Buffer{}}).stop(t, syscall.SIGTERM); err != nil {
+			if _, err := (&proc{cmd: p.cmd, exited: p.exited, stderr: &bytes.Buffer{}}).stop(t, syscall.SIGTERM); err != nil {
 				t.Fatalf("exit: %v\n%s", err, logs.all())
 			}
 			log := logs.all()

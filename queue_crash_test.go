@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +42,7 @@ channels:
 `, imapAddr), 0o600)
 
 	// First run: a long web turn, then an email.
-	p := startLogged(t, dir, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	p := startLogged(t, dir, []string{"FRONTDESK_IMAP_PASSWORD=imap-pass"}, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 	p.logs.waitFor(t, `first start: the cursor is placed`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -83,7 +78,7 @@ channels:
 	p.exited <- nil
 
 	// Second run: the cut web turn is closed, the email runs once.
-	p = startLogged(t, dir, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	p = startLogged(t, dir, []string{"FRONTDESK_IMAP_PASSWORD=imap-pass"}, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 	c := dialWS(ctx, t, p.url, 0)
 	evs := c.until(ctx, t, func(e event.Event) bool { return e.Type == event.TurnEnd && e.Turn == mail.Turn })
 	if te := turnEnd(evs[len(evs)-1]); te.Status != event.StatusCompleted {
@@ -113,45 +108,6 @@ channels:
 	if fmt.Sprint(count) != fmt.Sprint(want) {
 		t.Fatalf("in the log: %v, want %v", count, want)
 	}
-}
-
-type loggedProc struct {
-	cmd    *exec.Cmd
-	url    string
-	logs   *logLines
-	exited chan error
-}
-
-// startLogged runs the binary with its stderr collected line by line.
-func startLogged(t *testing.T, dir string, args ...string) *loggedProc {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FRONTDESK_IMAP_PASSWORD=imap-pass")
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	p := &loggedProc{cmd: cmd, logs: &logLines{more: make(chan struct{}, 1)}, exited: make(chan error, 1)}
-	out := &logLines{more: make(chan struct{}, 1)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var reading sync.WaitGroup
-	for _, s := range []struct {
-		r io.Reader
-		l *logLines
-	}{{stderr, p.logs}, {stdout, out}} {
-		reading.Go(func() {
-			sc := bufio.NewScanner(s.r)
-			for sc.Scan() {
-				s.l.add(sc.Text())
-			}
-		})
-	}
-	go func() { reading.Wait(); p.exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-p.exited; p.exited <- nil })
-	out.waitFor(t, `listening on http://\S+`)
-	p.url = regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(out.all())[1]
-	return p
 }
 
 type wsClient struct{ c *websocket.Conn }
