@@ -120,27 +120,15 @@ func recallTopic(content string) (string, bool) {
 // the way a model would: a tool_call, its tool_result, then a reply built
 // from what came back.
 func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitter) (string, error) {
-	var search *Tool
-	for i := range req.Tools {
-		if req.Tools[i].Name == "history_search" {
-			search = &req.Tools[i]
-		}
-	}
+	search := findTool(req.Tools, "history_search")
 	if search == nil {
 		return fmt.Sprintf("I cannot look back through our history right now, so I cannot tell what you said about %s.", topic), nil
 	}
 	args, _ := json.Marshal(map[string]any{"query": topic, "limit": 5})
-	id := "call_" + req.Turn + "_1"
-	emit(event.ToolCall, event.ToolCallData{ID: id, Name: search.Name, Args: args})
-	out, err := search.Call(ctx, args)
+	out, err := callTool(ctx, req.Turn, search, args, emit)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	res := event.ToolResultData{ID: id, Name: search.Name, Output: out}
-	if err != nil {
-		res.Error = err.Error()
-	}
-	emit(event.ToolResult, res)
 	if err != nil {
 		return fmt.Sprintf("I tried to search our history for “%s”, but the search failed: %v.", topic, err), nil
 	}
@@ -170,4 +158,22 @@ func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitt
 		lines = lines[:3]
 	}
 	return fmt.Sprintf("I searched our history for “%s”. Most recently, %s.", topic, strings.Join(lines, "; and ")), nil
+}
+
+// callTool makes the demo's one tool call of a turn the way a model's
+// would look: a tool_call, the call, then its tool_result (none when the
+// turn was cancelled meanwhile).
+func callTool(ctx context.Context, turn string, t *Tool, args []byte, emit Emitter) (string, error) {
+	id := "call_" + turn + "_1"
+	emit(event.ToolCall, event.ToolCallData{ID: id, Name: t.Name, Args: args})
+	out, err := t.Call(ctx, args)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	res := event.ToolResultData{ID: id, Name: t.Name, Output: out}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	emit(event.ToolResult, res)
+	return out, err
 }

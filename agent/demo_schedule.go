@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/frontdesk-hq/frontdesk/event"
 )
 
 // remindPattern matches "remind me in N minutes to X" (also seconds and
@@ -48,27 +46,15 @@ func parseReminder(content string) (reminder, bool) {
 // remind schedules the reminder with the schedule_create tool, the way a
 // model would: a tool_call, its tool_result, then a reply from it.
 func (d *Demo) remind(ctx context.Context, req Request, r reminder, emit Emitter) (string, error) {
-	var create *Tool
-	for i := range req.Tools {
-		if req.Tools[i].Name == "schedule_create" {
-			create = &req.Tools[i]
-		}
-	}
+	create := findTool(req.Tools, "schedule_create")
 	if create == nil {
 		return fmt.Sprintf("I cannot schedule anything right now, so I cannot remind you to %s.", r.what), nil
 	}
 	args, _ := json.Marshal(map[string]any{"content": "Reminder: " + r.what, "in_seconds": r.seconds})
-	id := "call_" + req.Turn + "_1"
-	emit(event.ToolCall, event.ToolCallData{ID: id, Name: create.Name, Args: args})
-	out, err := create.Call(ctx, args)
+	out, err := callTool(ctx, req.Turn, create, args, emit)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	res := event.ToolResultData{ID: id, Name: create.Name, Output: out}
-	if err != nil {
-		res.Error = err.Error()
-	}
-	emit(event.ToolResult, res)
 	if err != nil {
 		return fmt.Sprintf("I tried to schedule the reminder, but it failed: %v.", err), nil
 	}
