@@ -2,14 +2,7 @@
 // tracking, pending messages. Run by TestUICore (web/web_test.go).
 import assert from 'node:assert';
 import * as Core from '../static/core.js';
-const ev = (seq, type, turn, data) => ({ seq, ts: '2026-11-22T10:00:00.000Z', type, turn, data });
-const frame = (s, f) => Core.reduce(s, { type: 'frame', frame: f });
-const connect = (s, info, events, gapless = true) => {
-  Core.reduce(s, { type: 'socket-open' });
-  frame(s, { type: 'connected', data: Object.assign({ session_id: 'S', generation: 1, busy: false, last_seq: 0, resumed: true }, info) });
-  events.forEach((e) => frame(s, e));
-  frame(s, { type: 'synced', data: { last_seq: 0, gapless } });
-};
+import { ev, frame, connect } from './harness.mjs';
 const kinds = (s) => s.items.map((i) => i.kind + (i.text !== undefined ? ':' + i.text : i.content !== undefined ? ':' + i.content : ''));
 
 // 1. basic replay + live stream + dedupe

@@ -3,15 +3,8 @@
 // state, and the pure helpers the view uses (highlight, day dividers).
 import assert from 'node:assert';
 import * as Core from '../static/core.js';
+import { ev, frame, connect } from './harness.mjs';
 
-const ev = (seq, type, turn, data, ts) => ({ seq, ts: ts || '2026-11-22T10:00:00.000Z', type, turn, data: data || {} });
-const frame = (s, f) => Core.reduce(s, { type: 'frame', frame: f });
-const connect = (s, info, events, gapless = true) => {
-  Core.reduce(s, { type: 'socket-open' });
-  frame(s, { type: 'connected', data: Object.assign({ session_id: 'S', generation: 1, busy: false, last_seq: 0, resumed: true }, info) });
-  events.forEach((e) => frame(s, e));
-  frame(s, { type: 'synced', data: { last_seq: 0, gapless } });
-};
 // A finished turn: user, assistant, turn_end at seq, seq+1, seq+2.
 const turn = (seq, text, channel = 'web') => [
   ev(seq, 'user', 't' + seq, { channel, from: '', content: text }),

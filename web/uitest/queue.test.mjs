@@ -4,15 +4,8 @@
 // one never ran; unknown event types are tolerated. Run by TestUIQueueCore.
 import assert from 'node:assert';
 import * as Core from '../static/core.js';
+import { ev, frame, connect } from './harness.mjs';
 
-const ev = (seq, type, turn, data) => ({ seq, ts: '2026-11-23T10:00:00.000Z', type, turn, data: data || {} });
-const frame = (s, f) => Core.reduce(s, { type: 'frame', frame: f });
-const connect = (s, info, events, gapless = true) => {
-  Core.reduce(s, { type: 'socket-open' });
-  frame(s, { type: 'connected', data: Object.assign({ session_id: 'S', generation: 1, busy: false, last_seq: 0, resumed: true }, info) });
-  events.forEach((e) => frame(s, e));
-  frame(s, { type: 'synced', data: { last_seq: 0, gapless } });
-};
 const user = (s, turn) => s.items.find((i) => i.kind === 'user' && i.turn === turn);
 
 // 1. an email behind a running turn: shown as waiting, the running turn stays the one running
