@@ -141,14 +141,24 @@ func (w *wsClient) until(ctx context.Context, t *testing.T, match func(event.Eve
 			t.Fatalf("read: %v (after %d events)", err, len(got))
 		}
 		var e event.Event
-		if json.Unmarshal(b, &e) != nil || e.Seq == 0 {
-			continue // connected, synced, busy: no seq
+		if json.Unmarshal(b, &e) != nil || perConnection(e.Type) {
+			continue
 		}
 		got = append(got, e)
 		if match(e) {
 			return got
 		}
 	}
+}
+
+// perConnection says whether frames of type t answer one connection
+// (they are not of the shared stream).
+func perConnection(t event.Type) bool {
+	switch t {
+	case event.Connected, event.Synced, event.Busy, event.Error:
+		return true
+	}
+	return false
 }
 
 func userData(e event.Event) event.UserData {

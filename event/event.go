@@ -207,8 +207,11 @@ type Usage struct {
 
 // TurnEndData is the payload of a turn_end event.
 type TurnEndData struct {
-	Status     string `json:"status"`
-	Error      string `json:"error,omitempty"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Code is set with status error when the chat log refused the turn's
+	// events (storage_full, storage_error): its reply is not on disk.
+	Code       string `json:"code,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 	Usage      *Usage `json:"usage,omitempty"`
 }

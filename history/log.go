@@ -39,6 +39,12 @@ const defaultSyncEvery = time.Second
 // ErrClosed is returned by Append and Sync after Close.
 var ErrClosed = errors.New("chat log is closed")
 
+// ErrMaybeWritten marks an Append error after which the line may be in the
+// file all the same: it was written and the fsync failed, or a partial
+// write stopped just short of the newline. A caller numbering lines must
+// not give the line's number to another one.
+var ErrMaybeWritten = errors.New("the line may be in the file")
+
 // Options configure a chat log.
 type Options struct {
 	// Path is the live file, e.g. data/chat_history.ndjson. Rotated parts go
@@ -256,7 +262,13 @@ func (l *Log) Append(e event.Event) error {
 	}
 	if err != nil {
 		if n > 0 {
+			// The next line starts on a fresh line, which ends this one:
+			// cut short it is skipped as malformed, but with only its
+			// newline missing it is whole.
 			l.needNL = true
+			if n >= len(line)-1 {
+				return fmt.Errorf("append to chat log: %w: %w", ErrMaybeWritten, err)
+			}
 		}
 		return fmt.Errorf("append to chat log: %w", err)
 	}
@@ -268,7 +280,7 @@ func (l *Log) Append(e event.Event) error {
 		err = l.followRotation()
 	}
 	if err != nil {
-		return fmt.Errorf("append to chat log: %w", err)
+		return fmt.Errorf("append to chat log: %w: %w", ErrMaybeWritten, err)
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ const (
 	ByCancel   = "cancel"
 	ByShutdown = "shutdown"
 	ByRestart  = "restart"
+	// ByStorage: the chat log refused the request or its answer, so the
+	// call does not run (the turn ends with the storage error).
+	ByStorage = "storage"
 )
 
 // ErrNoApproval means no approval with that id is waiting (it was never
@@ -63,7 +66,7 @@ type (
 
 // ask publishes the request and waits for its answer. It runs on the hub's
 // goroutine; the answer arrives on c.reply later.
-func (m *SessionManager) ask(c approvalCmd) {
+func (m *SessionManager) ask(ctx context.Context, c approvalCmd) {
 	if m.turn == nil || m.turn.id != c.turn {
 		c.reply <- event.ApprovalResultData{Decision: event.Deny, By: ByCancel}
 		return
@@ -73,7 +76,13 @@ func (m *SessionManager) ask(c approvalCmd) {
 	if len(args) == 0 || !json.Valid(args) {
 		args, _ = json.Marshal(string(c.args))
 	}
-	m.publish(event.New(event.ApprovalRequest, c.turn, time.Time{}, limitData(event.ApprovalRequestData{ID: id, Server: c.server, Tool: c.tool, Args: args})))
+	err := m.publish(event.New(event.ApprovalRequest, c.turn, time.Time{}, limitData(event.ApprovalRequestData{ID: id, Server: c.server, Tool: c.tool, Args: args})))
+	if err != nil {
+		// Nobody was asked: the call does not run, and the turn ends.
+		c.reply <- event.ApprovalResultData{Decision: event.Deny, By: ByStorage}
+		m.failTurn(ctx, storageErr("record approval_request", err))
+		return
+	}
 	a := &approval{id: id, turn: c.turn, reply: c.reply}
 	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() {
 		select {
@@ -109,7 +118,13 @@ func (m *SessionManager) resolve(a *approval, decision, by string) event.Approva
 	a.timer.Stop()
 	delete(m.approvals, a.id)
 	d := event.ApprovalResultData{ID: a.id, Decision: decision, By: by}
-	m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, d))
+	if err := m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, d)); err != nil {
+		// An answer the log cannot keep is not acted on: the call is
+		// denied, and the turn's fault ends it (see markFault).
+		m.markFault(a.turn, storageErr("record approval_result", err))
+		a.reply <- event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByStorage}
+		return d
+	}
 	a.reply <- d
 	return d
 }

@@ -1,24 +1,98 @@
 package hub
 
 import (
+	"errors"
+
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
 )
 
-// publish stamps e with the next seq and the time, logs it if persisted,
-// and delivers it. A log failure is reported (see stored) but does not stop
-// the stream: the event already happened.
-func (m *SessionManager) publish(e event.Event) {
-	m.seq++
-	e.Seq = m.seq
+// Seqs name persisted events only. An event of a persisted type gets the
+// next seq when its line is in the chat log, and only then is it in the
+// buffer, the ring or any client's stream: a seq a client has seen names
+// that event for the life of the data directory, across kill -9, restarts
+// and resets, and the events of a stream backed by a replicated log (one
+// message, one seq) need no other numbering. A turn's status and delta
+// frames carry no seq: they sit in the buffer after the last persisted
+// event they followed, and a client resuming with since=N gets those that
+// came after seq N again (docs/protocol.md says to drop what it streamed
+// after N).
+
+// publish stamps e with the time and, if its type is persisted, commits it
+// to the chat log; then it delivers e. An event the log refused is not
+// delivered, and the error says why (see commit).
+func (m *SessionManager) publish(e event.Event) error {
 	e.TS = event.Time(m.now())
-	if e.Type.Persisted() {
-		err := m.appendLog(e)
-		m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
-		if err == nil {
-			m.indexed(e.Seq)
-		}
+	if !e.Type.Persisted() {
+		e.Seq = 0
+		m.deliver(e)
+		return nil
+	}
+	e, err := m.commit(e)
+	if err != nil {
+		return err
 	}
 	m.deliver(e)
+	return nil
+}
+
+// commit writes e to the chat log with the next seq and returns it
+// stamped; it does not deliver it. Events still owed to the log (see owe)
+// are written, and delivered, first: the log keeps the order things
+// happened in, and nothing new goes in while they cannot. The error is the
+// log's (wrap it with storageErr for a caller).
+func (m *SessionManager) commit(e event.Event) (event.Event, error) {
+	if err := m.payOwed(); err != nil {
+		return e, err
+	}
+	return m.write(e)
+}
+
+// write appends e with the next seq. When the log could not say whether
+// the line reached the file (history.ErrMaybeWritten: written, then the
+// fsync failed) the seq is spent anyway: it must never name another event
+// after a restart, whatever the file turns out to hold.
+func (m *SessionManager) write(e event.Event) (event.Event, error) {
+	e.Seq = m.seq + 1
+	if e.TS.Std().IsZero() {
+		e.TS = event.Time(m.now())
+	}
+	err := m.appendLog(e)
+	m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
+	if err != nil {
+		if errors.Is(err, history.ErrMaybeWritten) {
+			m.seq = e.Seq
+		}
+		return e, err
+	}
+	m.seq = e.Seq
+	m.indexed(e.Seq)
+	return e, nil
+}
+
+// owe keeps e (a turn_end, or what closes a turn at a restart, that the
+// log refused) to be written before anything else once the log takes
+// writes again, and shows it now, without a seq, to every client: the
+// turn has ended whether or not the disk knows yet. It is not in the
+// buffer until it is written.
+func (m *SessionManager) owe(e event.Event) {
+	e.Seq = 0
+	e.TS = event.Time(m.now())
+	m.owed = append(m.owed, e)
+	m.fanOut(newFrame(e))
+}
+
+// payOwed writes the owed events in order, delivering each as it lands.
+func (m *SessionManager) payOwed() error {
+	for len(m.owed) > 0 {
+		e, err := m.write(m.owed[0])
+		if err != nil {
+			return err
+		}
+		m.owed = m.owed[1:]
+		m.deliver(e)
+	}
+	return nil
 }
 
 // indexed tells the search index that the log holds seq now.
@@ -28,8 +102,7 @@ func (m *SessionManager) indexed(seq int64) {
 	}
 }
 
-// deliver adds e to the buffer and ring and fans it out without blocking:
-// a subscriber whose queue is full is dropped.
+// deliver adds e to the buffer and ring and fans it out.
 func (m *SessionManager) deliver(e event.Event) *Frame {
 	f := newFrame(e)
 	m.buf = append(m.buf, f)
@@ -38,13 +111,19 @@ func (m *SessionManager) deliver(e event.Event) *Frame {
 	}
 	m.trimBuffer()
 	m.ring.Add(e)
+	m.fanOut(f)
+	return f
+}
+
+// fanOut pushes f to every subscriber without blocking: a subscriber whose
+// queue is full is dropped.
+func (m *SessionManager) fanOut(f *Frame) {
 	for s := range m.subs {
 		if !s.push(f) {
 			m.drop(s, ErrSlowConsumer)
 			m.counters.SlowConsumers++
 		}
 	}
-	return f
 }
 
 // maxVolatile caps a running turn's status and delta frames in the buffer,
@@ -65,11 +144,12 @@ func (m *SessionManager) trimBuffer() {
 	for _, f := range m.buf[:n] {
 		if !f.Event.Type.Persisted() {
 			m.volatile--
+			continue
 		}
+		// After a reset the kept exchanges sit before the reset event with
+		// older seqs: trimming them must not move the covered range back.
+		m.bufFirst = max(m.bufFirst, f.Event.Seq+1)
 	}
-	// After a reset the kept exchanges sit before the reset event with
-	// older seqs: trimming them must not move the covered range back.
-	m.bufFirst = max(m.bufFirst, m.buf[n-1].Event.Seq+1)
 	clear(m.buf[:n])
 	m.buf = m.buf[n:]
 }
@@ -110,8 +190,10 @@ func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
 	// (compacted deltas are covered: their assistant event replaces them).
 	if since >= m.bufFirst-1 && since <= m.seq {
 		snap.Synced.Gapless = true
+		// Everything after the last persisted event the client has: the
+		// running turn's status and delta frames since then included.
 		i := len(m.buf)
-		for i > 0 && m.buf[i-1].Event.Seq > since {
+		for i > 0 && (m.buf[i-1].Event.Seq == 0 || m.buf[i-1].Event.Seq > since) {
 			i--
 		}
 		snap.Replay = append([]*Frame(nil), m.buf[i:]...)

@@ -63,8 +63,10 @@ type TurnOutcome struct {
 	Status string `json:"status"`
 	Reply  string `json:"reply"`
 	Error  string `json:"error,omitempty"`
-	// Err is what kept a waiting input from running (a *StorageError with
-	// StatusNotRecorded); nil once it ran.
+	// Err is the *StorageError behind a turn that could not be recorded:
+	// a waiting input that never ran (StatusNotRecorded), or a turn whose
+	// events the chat log refused (event.StatusError: its reply is not on
+	// disk). nil otherwise.
 	Err error `json:"-"`
 }
 
@@ -256,6 +258,7 @@ type SessionManager struct {
 	bg           sync.WaitGroup     // memory writers
 	consolidated chan struct{}      // closed when the latest consolidation has ended; nil before the first
 	faults       map[string]*fault  // parts that cannot be written, by part
+	owed         []event.Event      // turn_ends the log refused, written before anything else (owe)
 
 	// stopping is closed when shutdown begins: the memory writers then
 	// stop reporting to the hub.
@@ -277,6 +280,9 @@ type turn struct {
 	// interrupted: cancelled by a new input (busy_policy interrupt) from
 	// channel by.
 	interrupted bool
+	// fault is the first of the turn's events the chat log refused: the
+	// turn ends as an error with its code, whatever the backend says.
+	fault *StorageError
 }
 
 const maxRememberedIDs = 10000
@@ -455,9 +461,11 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			m.turn.streamed = true
 			m.metrics.firstToken.Observe(time.Since(m.turn.begun).Seconds())
 		}
-		m.publish(c.e)
+		if err := m.publish(c.e); err != nil {
+			m.failTurn(ctx, storageErr("record "+string(c.e.Type), err))
+		}
 	case approvalCmd:
-		m.ask(c)
+		m.ask(ctx, c)
 	case decideCmd:
 		d, err := m.decide(c.id, c.decision, c.by)
 		c.reply <- decideReply{d, err}

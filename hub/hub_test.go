@@ -179,9 +179,11 @@ func TestTurnSequenceAndEcho(t *testing.T) {
 	if fmt.Sprint(types(evs)) != fmt.Sprint(want) {
 		t.Fatalf("events = %v, want %v", types(evs), want)
 	}
+	// Seqs name persisted events only: status and delta carry none.
+	wantSeq := []int64{1, 0, 0, 2, 3}
 	for i, e := range evs {
-		if e.Seq != int64(i+1) {
-			t.Errorf("event %d (%s) seq = %d, want %d", i, e.Type, e.Seq, i+1)
+		if e.Seq != wantSeq[i] {
+			t.Errorf("event %d (%s) seq = %d, want %d", i, e.Type, e.Seq, wantSeq[i])
 		}
 		if e.Turn != "t1" {
 			t.Errorf("event %s turn = %q, want t1", e.Type, e.Turn)
@@ -204,7 +206,7 @@ func TestTurnSequenceAndEcho(t *testing.T) {
 	if fmt.Sprint(types(logged)) != fmt.Sprint(wantLogged) {
 		t.Fatalf("logged %v, want %v", types(logged), wantLogged)
 	}
-	if logged[0].V != 1 || logged[0].Seq != 1 || logged[2].Seq != 5 {
+	if logged[0].V != 1 || logged[0].Seq != 1 || logged[2].Seq != 3 {
 		t.Errorf("logged user v=%d seq=%d, turn_end seq=%d", logged[0].V, logged[0].Seq, logged[2].Seq)
 	}
 }
@@ -575,9 +577,19 @@ func TestSlowConsumerDropped(t *testing.T) {
 	if len(seqs) != deltas+3 {
 		t.Fatalf("fast client got %d events, want %d", len(seqs), deltas+3)
 	}
+	// user 1, the deltas without a seq, assistant 2, turn_end 3.
 	for i := range seqs {
-		if seqs[i] != int64(i+1) {
-			t.Fatalf("fast client seq[%d] = %d, want %d", i, seqs[i], i+1)
+		want := int64(0)
+		switch i {
+		case 0:
+			want = 1
+		case deltas + 1:
+			want = 2
+		case deltas + 2:
+			want = 3
+		}
+		if seqs[i] != want {
+			t.Fatalf("fast client seq[%d] = %d, want %d", i, seqs[i], want)
 		}
 	}
 	n := 0

@@ -133,14 +133,10 @@ func (m *SessionManager) startQueued(ctx context.Context, next *queued) error {
 	e := event.New(event.TurnStart, u.Turn, now, event.TurnStartData{
 		InputSeq: u.Seq, WaitedMS: max(0, now.Sub(u.TS.Std()).Milliseconds()),
 	})
-	e.Seq = m.seq + 1
-	err := m.appendLog(e)
-	m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
+	e, err := m.commit(e)
 	if err != nil {
 		return storageErr("start queued input", err)
 	}
-	m.seq = e.Seq
-	m.indexed(e.Seq)
 	m.deliver(e) // the ring takes the queued input in now
 	m.run(ctx, next.in, u)
 	return nil

@@ -44,6 +44,11 @@ func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetD
 		m.cfg.Logger.Error("reset failed; nothing changed", "reason", reason, "code", se.Code, "err", err)
 		return event.ResetData{}, se
 	}
+	// A turn_end the log still owes belongs before the reset, in the log
+	// and in the audit file.
+	if err := m.payOwed(); err != nil {
+		return fail(err)
+	}
 	audit, err := m.writeAudit()
 	if err != nil {
 		return fail(fmt.Errorf("write audit file: %w", err))
@@ -56,9 +61,7 @@ func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetD
 	}
 	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
 	e := event.New(event.Reset, "", m.now(), d)
-	e.Seq = m.seq + 1
-	err = m.appendLog(e)
-	m.stored(partChatLog, err, "seq", e.Seq, "type", e.Type)
+	e, err = m.commit(e)
 	if err != nil {
 		if rerr := saveSession(m.cfg.DataDir, m.sess); rerr != nil {
 			m.cfg.Logger.Error("session.json keeps the generation of a reset that failed", "generation", next.Generation, "err", rerr)
@@ -66,8 +69,6 @@ func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetD
 		m.undoAudit(audit)
 		return fail(err)
 	}
-	m.seq = e.Seq
-	m.indexed(e.Seq)
 
 	// On disk: now the session in memory follows.
 	// This generation's conversation, for memory.

@@ -78,19 +78,28 @@ func (m *SessionManager) restore(tail []event.Event) {
 
 	for _, a := range asked {
 		// It waited when the process died: nobody can answer it now.
-		m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByRestart}))
+		m.closeAtStart(event.New(event.ApprovalResult, a.turn, time.Time{}, event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByRestart}))
 	}
 	for _, t := range turns.open() {
 		// The process died mid-turn: close the turn for everyone. Its
 		// duration runs to its last logged event, not across the downtime.
 		const why = "the server stopped while this reply was running"
-		m.publish(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
+		m.closeAtStart(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
 			Status: event.StatusInterrupted, Error: why,
 			DurationMS: max(0, t.last.Sub(t.start).Milliseconds()),
 		}))
 		m.settle(TurnOutcome{Turn: t.id, Status: event.StatusInterrupted, Error: why})
 	}
 	m.restoreWaiting(turns.waiting(), frames)
+}
+
+// closeAtStart publishes e, which closes what the process left open when
+// it died; on a disk that refuses it, e is owed (written before anything
+// else once the disk takes writes).
+func (m *SessionManager) closeAtStart(e event.Event) {
+	if m.publish(e) != nil {
+		m.owe(e)
+	}
 }
 
 // turnState is what the log says of one turn.

@@ -48,6 +48,15 @@ func (e *StorageError) Message() string {
 	return "the server could not write to its disk: nothing was saved, try again later (" + e.Error() + ")"
 }
 
+// TurnMessage is the sentence for a turn whose events the log refused:
+// its input is on disk, its reply (or part of it) is not.
+func (e *StorageError) TurnMessage() string {
+	if e.Code == StorageFull {
+		return "the server's disk is full: this reply could not be saved, so it is not kept; free space and ask again (" + e.Error() + ")"
+	}
+	return "the server could not write to its disk: this reply could not be saved, so it is not kept; ask again later (" + e.Error() + ")"
+}
+
 func storageErr(op string, err error) *StorageError {
 	return &StorageError{Code: storageCode(err), Op: op, Err: err}
 }

@@ -125,21 +125,21 @@ func queuedBusy(turn, clientMsgID string) event.BusyData {
 // sees it; if it cannot be written, nothing is echoed and the caller gets
 // a *StorageError.
 func (m *SessionManager) record(in Input, queued bool) (*Frame, error) {
-	seq := m.seq + 1
-	id := "t" + strconv.FormatInt(seq, 10)
+	// The turn is named after its user event's seq: what the log owes goes
+	// first, so that seq is the next one.
+	if err := m.payOwed(); err != nil {
+		return nil, storageErr("record input", err)
+	}
+	id := "t" + strconv.FormatInt(m.seq+1, 10)
 	e := event.New(event.User, id, m.now(), event.UserData{
 		Channel: in.Channel, From: in.From, Content: truncate(in.Content), ClientMsgID: in.ClientMsgID,
 		Attachments: in.Attachments, ScheduleID: in.ScheduleID, Queued: queued,
 	})
-	e.Seq = seq
-	err := m.appendLog(e)
-	m.stored(partChatLog, err, "seq", seq, "type", e.Type)
+	e, err := m.write(e)
 	if err != nil {
 		// Not on disk: not echoed, not run; the sender is told.
 		return nil, storageErr("record input", err)
 	}
-	m.seq = seq
-	m.indexed(seq)
 	f := m.deliver(e)
 	if in.ClientMsgID != "" {
 		m.rememberID(in.ClientMsgID, f)
@@ -278,6 +278,9 @@ func (m *SessionManager) endTurn(ctx context.Context, status, content, errMsg st
 
 // finish appends the turn's closing events — the reply (partial unless
 // completed), a notice when cancelled, then turn_end — and frees the session.
+// A turn any of whose events the log refused ends as an error with the
+// storage code (turn.fault), and its turn_end, if the log refuses that too,
+// is owed: shown to every client now, written once the log takes writes.
 func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usage) {
 	t := m.turn
 	// A call still waiting for approval is denied before the turn ends.
@@ -287,25 +290,74 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 	}
 	m.denyWaiting(t.id, by)
 	m.turn = nil
-	// Observed before turn_end goes out, so whoever sees it sees this too.
-	m.metrics.turnDuration.WithLabelValues(status).Observe(time.Since(t.begun).Seconds())
 	content = truncate(content)
 	if content != "" {
-		m.publish(event.New(event.Assistant, t.id, time.Time{},
-			event.AssistantData{Content: content, Partial: status != event.StatusCompleted}))
+		t.refused("record reply", m.publish(event.New(event.Assistant, t.id, time.Time{},
+			event.AssistantData{Content: content, Partial: status != event.StatusCompleted})))
 	}
 	if status == event.StatusCancelled {
-		m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{
-			Text: cancelNotice(t.by, t.interrupted, m.now().Sub(t.started)), By: t.by}))
+		t.refused("record notice", m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{
+			Text: cancelNotice(t.by, t.interrupted, m.now().Sub(t.started)), By: t.by})))
 	}
-	m.publish(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
-		Status: status, Error: errMsg, DurationMS: m.now().Sub(t.started).Milliseconds(), Usage: usage,
-	}))
+	end := func() event.Event {
+		d := event.TurnEndData{Status: status, Error: errMsg, DurationMS: m.now().Sub(t.started).Milliseconds(), Usage: usage}
+		if t.fault != nil {
+			d.Status, d.Code, d.Error = event.StatusError, t.fault.Code, t.fault.TurnMessage()
+		}
+		e := event.New(event.TurnEnd, t.id, time.Time{}, d)
+		e.TS = event.Time(m.now())
+		return e
+	}
+	te, err := m.commit(end())
+	t.refused("record turn_end", err)
+	o := TurnOutcome{Turn: t.id, Status: status, Reply: content, Error: errMsg}
+	if t.fault != nil {
+		o = TurnOutcome{Turn: t.id, Status: event.StatusError, Error: t.fault.TurnMessage(), Err: t.fault}
+	}
+	// Observed before turn_end goes out, so whoever sees it sees this too.
+	m.metrics.turnDuration.WithLabelValues(o.Status).Observe(time.Since(t.begun).Seconds())
+	if err == nil {
+		m.deliver(te)
+	} else {
+		m.owe(end())
+	}
 	m.compact(t.id)
-	bump(&m.counters.Turns, status)
-	m.settle(TurnOutcome{Turn: t.id, Status: status, Reply: content, Error: errMsg})
+	bump(&m.counters.Turns, o.Status)
+	m.settle(o)
 	m.watch.Touch()
 	m.saveShortTerm()
+}
+
+// refused records err, if any, as the turn's storage fault (the first one
+// counts).
+func (t *turn) refused(op string, err error) {
+	if err != nil && t.fault == nil {
+		t.fault = storageErr(op, err)
+	}
+}
+
+// markFault records f against the running turn id, if it still runs, and
+// cancels its backend: the turn ends (as an error) when the backend
+// returns.
+func (m *SessionManager) markFault(id string, f *StorageError) {
+	if m.turn == nil || m.turn.id != id {
+		return
+	}
+	if m.turn.fault == nil {
+		m.turn.fault = f
+	}
+	m.turn.cancel()
+}
+
+// failTurn ends the running turn at once because the log refused one of
+// its events: what it streamed so far is not on disk, and no client is
+// told it completed.
+func (m *SessionManager) failTurn(ctx context.Context, f *StorageError) {
+	if m.turn == nil {
+		return
+	}
+	m.markFault(m.turn.id, f)
+	m.endTurn(ctx, event.StatusError, m.turn.text.String(), "", nil)
 }
 
 // await registers done to receive the outcome of turn: at once if the turn

@@ -28,6 +28,14 @@ type printer struct {
 	cut       string // turn whose streamed line Ctrl-C ended (its reply is on screen)
 	lastSeq   int64
 	queued    map[string]string // waiting inputs' labels by turn, for their start
+	// Status and delta frames carry no seq. transient counts those printed
+	// since the last seq; a resubscription from lastSeq replays them, and
+	// skip drops that many again.
+	transient, skip int
+	// unlogged is the turn whose turn_end came without a seq (the chat log
+	// owed it: a full disk); its copy with a seq, once written, is not
+	// printed again.
+	unlogged string
 }
 
 // write writes s with every newline as CR LF: while readline shows the
@@ -117,9 +125,7 @@ func (p *printer) welcome(snap hub.Snapshot) {
 	for _, e := range recent {
 		p.historyLine(e)
 	}
-	if len(snap.Replay) > 0 {
-		p.lastSeq = snap.Replay[len(snap.Replay)-1].Event.Seq
-	}
+	p.lastSeq = snap.Synced.LastSeq
 	if c.Busy {
 		p.line(p.o.style(dim, "… the assistant is working on a reply"))
 	}
@@ -165,6 +171,7 @@ func (p *printer) follow(ctx context.Context, s Session, sub *hub.Subscription) 
 			return
 		}
 		p.mu.Lock()
+		p.skip, p.transient = p.transient, 0
 		for _, f := range snap.Replay {
 			p.event(f.Event)
 		}
@@ -192,6 +199,13 @@ func (p *printer) event(e event.Event) {
 			return
 		}
 		p.lastSeq = e.Seq
+		p.transient, p.skip = 0, 0
+	} else if e.Type == event.Status || e.Type == event.Delta {
+		p.transient++
+		if p.skip > 0 {
+			p.skip--
+			return // printed before the resubscription
+		}
 	}
 	switch e.Type {
 	case event.User:
@@ -280,6 +294,12 @@ func (p *printer) user(e event.Event) {
 // turnEnd closes a turn's output and says how it ended, unless completed.
 func (p *printer) turnEnd(e event.Event) {
 	d := decode[event.TurnEndData](e)
+	if e.Seq == 0 {
+		p.unlogged = e.Turn
+	} else if p.unlogged == e.Turn {
+		p.unlogged = ""
+		return // shown when it happened; now it is on disk too
+	}
 	if p.streaming == e.Turn {
 		p.endStream()
 	}

@@ -114,6 +114,9 @@ type WaitResponse struct {
 	Status string `json:"status"`
 	Reply  string `json:"reply"`
 	Error  string `json:"error,omitempty"`
+	// Code is the storage fault (storage_full, storage_error) of a turn
+	// that ran but whose reply the chat log refused (507 or 503).
+	Code string `json:"code,omitempty"`
 }
 
 // Wait limits for ?wait=1&timeout=N (seconds).
@@ -239,6 +242,14 @@ func (h *Handler) awaitReply(w http.ResponseWriter, r *http.Request, turn string
 	select {
 	case o := <-done:
 		switch {
+		case o.Err != nil && o.Status == event.StatusError:
+			// It ran, but its reply is not on disk: not done, whatever was streamed.
+			var he *httpjson.Error
+			if errors.As(httpjson.FromSession(o.Err), &he) {
+				httpjson.Write(w, he.Status, WaitResponse{Turn: o.Turn, Status: o.Status, Error: o.Error, Code: he.Code})
+				return
+			}
+			httpjson.WriteError(w, o.Err)
 		case o.Err != nil:
 			httpjson.WriteError(w, httpjson.FromSession(o.Err)) // queued, then not started: it never ran
 		case o.Status == hub.StatusStillQueued:

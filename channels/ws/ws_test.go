@@ -202,10 +202,19 @@ func TestTwoClientsShareOneConversation(t *testing.T) {
 	if want := agent.DemoReply("hello from a", 0); text.String() != want || reply.Content != want {
 		t.Fatalf("streamed %q and replied %q, want %q", text.String(), reply.Content, want)
 	}
-	for i, f := range streams[0][1:] {
-		if f.Seq != streams[0][i].Seq+1 {
-			t.Fatalf("seq gap: %d after %d", f.Seq, streams[0][i].Seq)
+	// Persisted events carry seqs with no gap; status and delta none.
+	var last int64
+	for _, f := range streams[0] {
+		if f.Type == event.Status || f.Type == event.Delta {
+			if f.Seq != 0 {
+				t.Fatalf("%s with seq %d", f.Type, f.Seq)
+			}
+			continue
 		}
+		if f.Seq != last+1 {
+			t.Fatalf("seq gap: %d after %d", f.Seq, last)
+		}
+		last = f.Seq
 	}
 }
 
@@ -438,10 +447,16 @@ func TestSlowClientDroppedOthersGetEverything(t *testing.T) {
 	n := 0
 	for {
 		f := fast.next()
-		if last != 0 && f.Seq != last+1 {
-			t.Fatalf("fast client: seq %d after %d", f.Seq, last)
+		if f.Type == event.Delta {
+			if f.Seq != 0 {
+				t.Fatalf("fast client: a delta with seq %d", f.Seq)
+			}
+		} else {
+			if last != 0 && f.Seq != last+1 {
+				t.Fatalf("fast client: seq %d after %d", f.Seq, last)
+			}
+			last = f.Seq
 		}
-		last = f.Seq
 		if f.Type == event.Delta {
 			n++
 			paced.Ack <- struct{}{}
@@ -466,6 +481,12 @@ func TestSlowClientDroppedOthersGetEverything(t *testing.T) {
 				t.Fatal("stalled client's connection was not closed")
 			}
 			break
+		}
+		if f.Type == event.Delta {
+			if f.Seq != 0 {
+				t.Fatalf("stalled client: a delta with seq %d", f.Seq)
+			}
+			continue // deltas carry no seq
 		}
 		if prev != 0 && f.Seq != prev+1 {
 			t.Fatalf("stalled client: seq %d after %d", f.Seq, prev)
@@ -547,9 +568,16 @@ func TestManyClientsConcurrently(t *testing.T) {
 			t.Fatalf("client %d saw %v\nclient 0 saw %v", i, streams[i], ref)
 		}
 	}
-	for i := 1; i < len(ref); i++ {
-		if ref[i] != ref[i-1]+1 {
-			t.Fatalf("gap in the shared stream: %d after %d", ref[i], ref[i-1])
+	// Deltas carry no seq (0 here); the persisted events' seqs have no gap.
+	var seqs []int64
+	for _, q := range ref {
+		if q != 0 {
+			seqs = append(seqs, q)
+		}
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("gap in the shared stream: %d after %d", seqs[i], seqs[i-1])
 		}
 	}
 }

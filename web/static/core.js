@@ -56,7 +56,7 @@ function initialState() {
     epoch: 1,            // bumps whenever the live view is cleared: answers for the old one are dropped
     epochs: 1,           // counter behind every view's epoch
     older: idleLoad(),   // the live view's scroll-back: {loading, error, acc, start}
-    density: 0.05,       // persisted events per seq number (deltas take seqs too), sizes the next page
+    density: 0.05,       // persisted events per seq number (a page holds fewer after a reset trims), sizes the next page
     archive: null,       // a detached window of older history after a far jump (see newArchive)
     focus: null,         // {seq, serial, moveFocus} | {bottom: true, serial}: the view scrolls there once
     focusSerial: 0,
@@ -171,6 +171,7 @@ function applyEvent(s, ev, live) {
   if (typeof ev.seq === 'number') {
     if (ev.seq <= s.lastSeq) return; // already rendered
     s.lastSeq = ev.seq;
+    markStreams(s);
   }
   if (ev.type === 'reset') {
     keepExchanges(s, Number(d.kept) || 0);
@@ -215,6 +216,27 @@ function applyEvent(s, ev, live) {
   if (live && s.archive && (ev.type === 'user' || ev.type === 'assistant')) s.archive.unseen++;
 }
 
+// Only persisted events carry a seq: a running turn's deltas come without
+// one, after the last seq. markStreams notes how much of each streaming
+// reply we had when the last seq arrived; a resume with since=lastSeq
+// replays the deltas after it, so rewindStreams cuts the text back to that
+// mark first and nothing is shown twice.
+function markStreams(s) {
+  for (const t of s.openTurns) {
+    const b = s.byKey.get('a:' + t);
+    if (b && b.streaming) b.mark = b.text.length;
+  }
+}
+
+function rewindStreams(s) {
+  for (const it of s.items) {
+    if (it.kind === 'assistant' && it.streaming && !it.final) {
+      it.text = it.text.slice(0, it.mark || 0);
+      touch(it);
+    }
+  }
+}
+
 // ── per-connection frames ──
 function finishReplay(s, synced) {
   const info = s.replay ? s.replay.info : {};
@@ -233,6 +255,8 @@ function finishReplay(s, synced) {
     s.openTurns = [];
     s.queuedTurns = new Set();
     s.status = '';
+  } else {
+    rewindStreams(s);
   }
   s.sessionId = info.session_id ?? s.sessionId;
   s.generation = info.generation ?? s.generation;

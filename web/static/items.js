@@ -137,7 +137,12 @@ function addItem(s, v, ev, historic) {
       // A cancelled turn is told by the hub's notice (who cancelled it, after
       // how long); a line of our own would say it a second time.
       if (d.status && d.status !== 'completed' && d.status !== 'cancelled') {
-        return newItem(s, v, 'turn_end', 'e:' + ev.turn + ':' + (seq || s.nextKey++), { seq, turn: ev.turn, ts: ev.ts, status: d.status, text: turnEndText(d) });
+        // One per turn: a turn_end the log owed (the disk was full) comes
+        // first without a seq, then again with one once it is written.
+        const fields = { seq, turn: ev.turn, ts: ev.ts, status: d.status, text: turnEndText(d) };
+        const seen = v.byKey.get('e:' + ev.turn);
+        if (seen) return touch(Object.assign(seen, fields));
+        return newItem(s, v, 'turn_end', 'e:' + ev.turn, fields);
       }
       return null;
     }

@@ -309,7 +309,6 @@ s = Core.initialState();
 connect(s, {}, []);
 frame(s, ev(1, 'assistant', 't1', { content: '**Done**: see `x`\n\n- one' }));
 assert.deepStrictEqual(s.announce, ['Assistant: Done: see x\none']);
-console.log('all core tests passed');
 
 // approvals: a request shows for everyone; deciding sends one command and
 // waits for the result, which any door may give
@@ -334,3 +333,25 @@ console.log('all core tests passed');
   Core.reduce(s, { type: 'decide', id: 'nope', decision: 'approve' });
   assert.strictEqual(s.outbox.length, 0, 'an unknown approval sends nothing');
 }
+
+// Resume mid-turn: deltas carry no seq; the server replays those after the
+// last seq we have, and the reducer cuts what it streamed after that seq
+// first, so nothing is shown twice.
+s = Core.initialState();
+connect(s, { busy: true }, [ev(1, 'user', 't1', { channel: 'web', content: 'q' })]);
+frame(s, { ts: 'x', type: 'delta', turn: 't1', data: { text: 'Hel' } });
+frame(s, ev(2, 'tool_call', 't1', { id: 'c', name: 'x', args: {} }));
+frame(s, { ts: 'x', type: 'delta', turn: 't1', data: { text: 'lo ' } });
+Core.reduce(s, { type: 'socket-closed' });
+assert.strictEqual(Core.sinceParam(s), 2);
+connect(s, { busy: true, last_seq: 2 }, [{ ts: 'x', type: 'delta', turn: 't1', data: { text: 'lo ' } },
+  { ts: 'x', type: 'delta', turn: 't1', data: { text: 'world' } }]);
+assert.strictEqual(s.byKey.get('a:t1').text, 'Hello world');
+// A turn_end the log owed (a full disk) comes without a seq, then with one
+// once written: one line, not two.
+frame(s, { ts: 'x', type: 'turn_end', turn: 't1', data: { status: 'error', code: 'storage_full', error: 'the disk is full' } });
+assert(!Core.isBusy(s));
+frame(s, ev(3, 'turn_end', 't1', { status: 'error', code: 'storage_full', error: 'the disk is full' }));
+assert.strictEqual(s.items.filter((i) => i.kind === 'turn_end').length, 1);
+assert.strictEqual(s.byKey.get('e:t1').seq, 3);
+console.log('all core tests passed');
