@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
@@ -70,5 +72,40 @@ func TestStorageFaultIsPrinted(t *testing.T) {
 	}
 	if info, _ := m.Info(ctx); info.LastSeq != 0 {
 		t.Errorf("last seq %d: something was recorded", info.LastSeq)
+	}
+}
+
+// The printer resumes without printing twice: status and delta frames
+// carry no seq, and a resubscription from the last seq replays those it
+// printed already; a turn_end shown without a seq (the log owed it) is
+// not printed again when it comes with its seq.
+func TestPrinterResumesWithoutRepeats(t *testing.T) {
+	var out syncBuffer
+	p := &printer{w: &out, queued: map[string]string{}}
+	ev := func(seq int64, typ event.Type, data any) event.Event {
+		e := event.New(typ, "t1", time.Now(), data)
+		e.Seq = seq
+		return e
+	}
+	frames := func(evs ...event.Event) []*hub.Frame {
+		var fs []*hub.Frame
+		for _, e := range evs {
+			fs = append(fs, &hub.Frame{Event: e})
+		}
+		return fs
+	}
+	p.event(ev(1, event.User, event.UserData{Channel: "web", Content: "hi"}))
+	p.event(ev(0, event.Delta, event.TextData{Text: "alpha "}))
+	p.event(ev(0, event.Delta, event.TextData{Text: "beta "}))
+	p.replay(frames(ev(0, event.Delta, event.TextData{Text: "alpha "}), ev(0, event.Delta, event.TextData{Text: "beta "}),
+		ev(0, event.Delta, event.TextData{Text: "gamma "})))
+	end := event.TurnEndData{Status: event.StatusError, Code: hub.StorageFull, Error: "the disk is full"}
+	p.event(ev(0, event.TurnEnd, end))
+	p.event(ev(2, event.TurnEnd, end))
+	got := out.String()
+	for _, w := range []string{"alpha ", "beta ", "gamma ", "the disk is full"} {
+		if n := strings.Count(got, w); n != 1 {
+			t.Errorf("%q printed %d times, want once:\n%s", w, n, got)
+		}
 	}
 }

@@ -171,11 +171,17 @@ func (p *printer) follow(ctx context.Context, s Session, sub *hub.Subscription) 
 			return
 		}
 		p.mu.Lock()
-		p.skip, p.transient = p.transient, 0
-		for _, f := range snap.Replay {
-			p.event(f.Event)
-		}
+		p.replay(snap.Replay)
 		p.mu.Unlock()
+	}
+}
+
+// replay prints a resubscription's replay (from lastSeq): the status and
+// delta frames printed since the last seq come again and are skipped.
+func (p *printer) replay(frames []*hub.Frame) {
+	p.skip, p.transient = p.transient, 0
+	for _, f := range frames {
+		p.event(f.Event)
 	}
 }
 
