@@ -235,6 +235,11 @@ function rewindStreams(s) {
       touch(it);
     }
   }
+  // A bubble left empty goes (its replayed deltas, if any, make it again):
+  // after a restart the reply it streamed is not on disk, and not shown.
+  const empty = (it) => it.kind === 'assistant' && it.streaming && !it.final && it.text === '';
+  for (const it of s.items) if (empty(it)) s.byKey.delete(it.key);
+  s.items = s.items.filter((it) => !empty(it));
 }
 
 // ── per-connection frames ──

@@ -354,4 +354,12 @@ assert(!Core.isBusy(s));
 frame(s, ev(3, 'turn_end', 't1', { status: 'error', code: 'storage_full', error: 'the disk is full' }));
 assert.strictEqual(s.items.filter((i) => i.kind === 'turn_end').length, 1);
 assert.strictEqual(s.byKey.get('e:t1').seq, 3);
+// After a restart the reply that was streaming is not on disk: the replay
+// brings no deltas, and the bubble goes rather than staying empty.
+s = Core.initialState();
+connect(s, { busy: true }, [ev(1, 'user', 't1', { channel: 'web', content: 'q' })]);
+frame(s, { ts: 'x', type: 'delta', turn: 't1', data: { text: 'half a rep' } });
+Core.reduce(s, { type: 'socket-closed' });
+connect(s, { busy: false, last_seq: 2 }, [ev(2, 'turn_end', 't1', { status: 'interrupted', duration_ms: 900 })]);
+assert.deepStrictEqual(kinds(s), ['user:q', 'turn_end:Interrupted after 0.9 s (the server stopped while working).']);
 console.log('all core tests passed');
