@@ -232,8 +232,18 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Attachments:        st.files,
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.sched,
+		Warnings:           a.warnings,
 	})
 	return a, nil
+}
+
+// warnings is what /healthz reports as reasons while the desk still
+// works: a damaged schedules.json kept aside at start.
+func (a *app) warnings() []string {
+	if d := a.sched.Damage(); d != nil {
+		return []string{d.Message()}
+	}
+	return nil
 }
 
 // newHub makes the session over the stores; tools supplies each turn's
@@ -304,9 +314,12 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 		DataDir:         cfg.DataDir,
 		MinInterval:     time.Duration(cfg.Schedules.MinIntervalSec) * time.Second,
 		MaxSchedules:    cfg.Schedules.MaxSchedules,
-		MaxContentBytes: int(cfg.Server.MaxMessageBytes),
+		MaxContentBytes: int(min(int64(cfg.Schedules.MaxContentBytes), cfg.Server.MaxMessageBytes)),
 		TZ:              loc,
 		Logger:          logger,
+		// Every open tab's Scheduled panel looks again (a.ws is set by
+		// the time Run starts, which is the only caller).
+		Changed: func() { a.ws.Broadcast(event.New(event.SchedulesChanged, "", time.Now(), nil)) },
 	}
 	if a.mail != nil && cfg.Schedules.NotifyTo != "" {
 		opts.Mailer, opts.NotifyTo = a.mail, cfg.Schedules.NotifyTo

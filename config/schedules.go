@@ -17,6 +17,11 @@ type Schedules struct {
 	NotifyTo string `yaml:"notify_to"`
 	// MaxSchedules caps how many schedules exist at once. Default 1000.
 	MaxSchedules int `yaml:"max_schedules"`
+	// MaxContentBytes caps one schedule's content; server.max_message_bytes
+	// applies too (the smaller wins). Default 4096: a reminder or a task
+	// is a few sentences, and max_schedules × this bounds schedules.json,
+	// which is rewritten on every change, and GET /api/schedules.
+	MaxContentBytes int `yaml:"max_content_bytes"`
 	// TZ is the time zone of a schedule that names none (an IANA name).
 	// Empty (default): the server's zone (the TZ variable, else UTC in a
 	// container).
@@ -24,7 +29,7 @@ type Schedules struct {
 }
 
 func scheduleDefaults() Schedules {
-	return Schedules{MinIntervalSec: 60, MaxSchedules: 1000}
+	return Schedules{MinIntervalSec: 60, MaxSchedules: 1000, MaxContentBytes: 4096}
 }
 
 // validateSchedules checks schedules.
@@ -35,6 +40,9 @@ func (c *Config) validateSchedules(bad func(string, string, ...any)) {
 	}
 	if s.MaxSchedules < 1 || s.MaxSchedules > 100000 {
 		bad("schedules.max_schedules", "%d: use 1 to 100000 (default 1000)", s.MaxSchedules)
+	}
+	if s.MaxContentBytes < 1 || s.MaxContentBytes > 1<<20 {
+		bad("schedules.max_content_bytes", "%d: use 1 to 1048576 bytes (default 4096)", s.MaxContentBytes)
 	}
 	if s.TZ != "" {
 		if _, err := time.LoadLocation(s.TZ); err != nil || s.TZ == "Local" {

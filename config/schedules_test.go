@@ -21,6 +21,8 @@ func TestValidateSchedules(t *testing.T) {
 		{"notify_to not an address", true, func(s *Schedules) { s.NotifyTo = "Ana <ana@example.com>" }, "not a plain email address"},
 		{"min interval under a minute", false, func(s *Schedules) { s.MinIntervalSec = 30 }, "schedules.min_interval_sec: 30"},
 		{"no schedules allowed", false, func(s *Schedules) { s.MaxSchedules = 0 }, "schedules.max_schedules: 0"},
+		{"no content allowed", false, func(s *Schedules) { s.MaxContentBytes = 0 }, "schedules.max_content_bytes: 0"},
+		{"content over the body limit", false, func(s *Schedules) { s.MaxContentBytes = 2 << 20 }, "schedules.max_content_bytes: 2097152"},
 		{"unknown zone", false, func(s *Schedules) { s.TZ = "Mars/Olympus" }, "schedules.tz: unknown time zone"},
 	}
 	for _, tc := range tests {

@@ -35,6 +35,11 @@ const (
 	// begun to run. Only queued inputs get one; an input that runs at once
 	// starts with its user event.
 	TurnStart Type = "turn_start"
+	// SchedulesChanged: a schedule was created, fired, moved on or
+	// cancelled; clients that show the schedules list it again. Like
+	// Connected it carries no seq, no turn and no data, and never enters
+	// history: it is sent to the WebSocket clients connected at the time.
+	SchedulesChanged Type = "schedules_changed"
 )
 
 // Persisted reports whether events of type t are written to the chat log.

@@ -81,9 +81,9 @@ func TestCrashAfterSubmitRunsOnce(t *testing.T) {
 // get2Stopped reads schedules.json directly (the rig is stopped).
 func (r *rig) get2Stopped(dir, id string) Schedule {
 	r.t.Helper()
-	list, err := load(storePath(dir))
-	if err != nil {
-		r.t.Fatal(err)
+	list, damage, err := load(storePath(dir), time.Now())
+	if err != nil || damage != nil {
+		r.t.Fatal(err, damage)
 	}
 	for _, sc := range list {
 		if sc.ID == id {
@@ -162,5 +162,44 @@ func TestStopWhileWaitingInLine(t *testing.T) {
 	}
 	if _, ok := r.get(sc.ID); ok {
 		t.Fatal("the one-shot is still listed after its turn")
+	}
+}
+
+// TestLateSaysWhy: a one-shot missed while the server was stopped is late
+// however little it missed by (here 20 s; it used to need a minute); one
+// that runs more than a minute after its time while the server ran (the
+// machine slept) says by how much, not that the server was stopped; one
+// on time says nothing.
+func TestLateSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	clock := fakeclock.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
+	r := newRig(t, dir, clock, &agent.Demo{}, Options{})
+	missed := r.create(Spec{Content: "Reminder: missed", At: "2026-05-01T13:00:00Z"})
+	r.stop()
+
+	clock.Advance(time.Hour + 20*time.Second) // 13:00:20
+	st := newSteps()
+	r = newRig(t, dir, clock, &agent.Demo{}, Options{step: st.hook})
+	st.wait(t, "settled", key(missed))
+	slept := r.create(Spec{Content: "Reminder: slept", At: "2026-05-01T13:10:00Z"})
+	onTime := r.create(Spec{Content: "Reminder: on time", At: "2026-05-01T13:30:00Z"})
+	clock.Advance(15 * time.Minute) // 13:15:20: the timer comes 5 min 20 s late
+	st.wait(t, "settled", key(slept))
+	clock.Advance(15 * time.Minute) // 13:30:20: 20 s, within the minute
+	st.wait(t, "settled", key(onTime))
+
+	got := r.userEvents()
+	want := []string{
+		"(late: this was due Fri 1 May 13:00 UTC, while the server was not running) Reminder: missed",
+		"(late: this was due Fri 1 May 13:10 UTC and runs 5m20s after it) Reminder: slept",
+		"Reminder: on time",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d inputs, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Content != w {
+			t.Errorf("input %d: %q, want %q", i, got[i].Content, w)
+		}
 	}
 }

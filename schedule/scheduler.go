@@ -63,7 +63,8 @@ type Options struct {
 	MinInterval time.Duration
 	// MaxSchedules caps how many schedules exist at once. Default 1000.
 	MaxSchedules int
-	// MaxContentBytes caps a schedule's content. Default 65536.
+	// MaxContentBytes caps a schedule's content (schedules.max_content_bytes,
+	// or server.max_message_bytes when that is smaller). Default 4096.
 	MaxContentBytes int
 	// TZ is the zone of a schedule that names none. Default time.Local.
 	TZ *time.Location
@@ -71,6 +72,11 @@ type Options struct {
 	// empty: schedules asking for them are refused.
 	Mailer   Mailer
 	NotifyTo string
+	// Changed, if set, is called after each change of the list written to
+	// schedules.json (a schedule created, fired, moved on, settled or
+	// cancelled), so clients showing the list can look again. It runs on
+	// Run's goroutine and must not block.
+	Changed func()
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
 	// RetryAfter is the wait before a firing the session refused (full
@@ -87,7 +93,10 @@ type Options struct {
 	step func(name, key string) bool
 }
 
-// lateAfter: a firing this long after its due time is marked late.
+// lateAfter: a firing this long after its due time while the server ran
+// (the machine slept, schedules.json could not be written) is marked
+// late. One missed while the server was stopped is late however little
+// it missed by.
 const lateAfter = time.Minute
 
 // errCrash is how a simulated crash (Options.crash) unwinds.
@@ -104,6 +113,11 @@ type Scheduler struct {
 	cmds chan any
 	done chan struct{}
 	runs sync.WaitGroup // firings under way
+	// damage is what Open found wrong with schedules.json, opened when;
+	// set before Open returns and never changed, so any goroutine may
+	// read them.
+	damage *Damage
+	opened time.Time
 
 	// Owned by Run.
 	all   map[string]*Schedule
@@ -126,7 +140,7 @@ func Open(sess Session, opts Options) (*Scheduler, error) {
 		opts.MaxSchedules = 1000
 	}
 	if opts.MaxContentBytes <= 0 {
-		opts.MaxContentBytes = 65536
+		opts.MaxContentBytes = 4096
 	}
 	if opts.TZ == nil {
 		opts.TZ = time.Local
@@ -138,18 +152,26 @@ func Open(sess Session, opts Options) (*Scheduler, error) {
 		opts.RetryAfter = 30 * time.Second
 	}
 	path := storePath(opts.DataDir)
-	list, err := load(path)
+	list, damage, err := load(path, opts.Clock.Now())
 	if err != nil {
 		return nil, err
 	}
 	s := &Scheduler{opts: opts, sess: sess, path: path, log: opts.Logger.With("door", "schedule"),
-		cmds: make(chan any, 16), done: make(chan struct{}),
+		cmds: make(chan any, 16), done: make(chan struct{}), damage: damage, opened: opts.Clock.Now(),
 		all: make(map[string]*Schedule, len(list)), retry: map[string]time.Time{}}
+	if damage != nil {
+		s.log.Error(damage.Message(), "kept_as", damage.File, "dropped", len(damage.Dropped), "loaded", damage.Loaded)
+	}
 	for _, sc := range list {
 		s.all[sc.ID] = sc
 	}
 	return s, nil
 }
+
+// Damage reports what a damaged schedules.json cost at start (nil: the
+// file was sound or missing). It stays the same until the next start.
+// Safe from any goroutine.
+func (s *Scheduler) Damage() *Damage { return s.damage }
 
 // Commands sent to Run.
 type (
@@ -345,7 +367,7 @@ func (s *Scheduler) fire(ctx context.Context, sc *Schedule, now time.Time) error
 		s.log.Warn("schedule skipped: its previous run has not finished", "id", sc.ID, "due", due)
 		return nil
 	}
-	f := &Firing{Due: due, Key: fmt.Sprintf("schedule:%s:%d", sc.ID, due.Unix()), Late: now.Sub(due) > lateAfter}
+	f := &Firing{Due: due, Key: fmt.Sprintf("schedule:%s:%d", sc.ID, due.Unix()), Late: due.Before(s.opened) || now.Sub(due) > lateAfter}
 	f.Email = s.wantsEmail(ctx, sc)
 	before := sc.clone()
 	at := now.UTC()
@@ -428,7 +450,8 @@ func (s *Scheduler) step(name, key string) bool {
 	return s.opts.step != nil && s.opts.step(name, key)
 }
 
-// save writes every schedule to disk. A failure is an *Error.
+// save writes every schedule to disk, then tells Options.Changed. A
+// failure is an *Error.
 func (s *Scheduler) save() error {
 	if err := save(s.path, s.all); err != nil {
 		code := "storage_error"
@@ -436,6 +459,9 @@ func (s *Scheduler) save() error {
 			code = "storage_full"
 		}
 		return &Error{Code: code, Message: "could not write schedules.json: " + err.Error()}
+	}
+	if s.opts.Changed != nil {
+		s.opts.Changed()
 	}
 	return nil
 }
@@ -471,12 +497,7 @@ func (s *Scheduler) run(ctx context.Context, sc Schedule) (retry, ok bool) {
 	f := sc.Firing
 	content := sc.Content
 	if f.Late {
-		loc := sc.loc
-		if loc == nil {
-			loc = s.opts.TZ
-		}
-		content = fmt.Sprintf("(late: this was due %s, while the server was not running) %s",
-			f.Due.In(loc).Format("Mon 2 Jan 15:04 MST"), content)
+		content = s.lateNote(sc) + " " + content
 	}
 	done := make(chan hub.TurnOutcome, 1)
 	_, err := s.sess.Submit(ctx, hub.Input{Channel: event.ChannelSchedule, Content: content, ClientMsgID: f.Key,
@@ -519,6 +540,21 @@ func (s *Scheduler) run(ctx context.Context, sc Schedule) (retry, ok bool) {
 		s.mail(sc, o)
 	}
 	return false, true
+}
+
+// lateNote says why a late firing is late: missed while the server was
+// stopped, or run this long after its time.
+func (s *Scheduler) lateNote(sc Schedule) string {
+	loc := sc.loc
+	if loc == nil {
+		loc = s.opts.TZ
+	}
+	due := sc.Firing.Due
+	at := due.In(loc).Format("Mon 2 Jan 15:04 MST")
+	if due.Before(s.opened) || sc.LastRun == nil {
+		return fmt.Sprintf("(late: this was due %s, while the server was not running)", at)
+	}
+	return fmt.Sprintf("(late: this was due %s and runs %s after it)", at, sc.LastRun.Sub(due).Round(time.Second))
 }
 
 // mail puts the reply of a fired schedule into the email outbox.

@@ -27,7 +27,8 @@ type Spec struct {
 	TZ string `json:"tz,omitempty"`
 	// Notify is none (default), email or auto.
 	Notify string `json:"notify,omitempty"`
-	// CreatedBy is the channel asking (set by the door, not the caller).
+	// CreatedBy is the door asking, CreatedByAPI or CreatedByAgent (set
+	// by the door, not the caller).
 	CreatedBy string `json:"-"`
 }
 
@@ -108,7 +109,7 @@ func (s *Scheduler) checkContent(content string) error {
 	case !utf8.ValidString(content):
 		return errorf("bad_content", "content is not valid UTF-8")
 	case len(content) > s.opts.MaxContentBytes:
-		return errorf("content_too_long", "content is %d bytes; the limit is %d (server.max_message_bytes)", len(content), s.opts.MaxContentBytes)
+		return errorf("content_too_long", "content is %d bytes; a schedule's content may have at most %d (schedules.max_content_bytes): keep it to the instruction and let the reply fetch the rest", len(content), s.opts.MaxContentBytes)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -28,8 +31,9 @@ const (
 type Schedule struct {
 	ID      string `json:"id"`
 	Content string `json:"content"`
-	// CreatedBy is the channel it was made from: web (the API), console,
-	// or the channel of the turn whose agent called schedule_create.
+	// CreatedBy is the door it was made through: api (POST
+	// /api/schedules) or agent (the assistant's schedule_create tool).
+	// Files written before api existed say web for the API.
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
 	// At is a one-shot's time; Cron a recurring one's expression, read as
@@ -58,7 +62,8 @@ type Firing struct {
 	// the input's client_msg_id.
 	Due time.Time `json:"due"`
 	Key string    `json:"key"`
-	// Late: it ran more than a minute after Due (the server was stopped).
+	// Late: Due passed while the server was stopped, or it ran more
+	// than a minute after Due (the machine slept, a write failed).
 	Late bool `json:"late,omitempty"`
 	// Email: the reply is to be mailed (notify email, or auto with no
 	// client connected when it fired).
@@ -86,37 +91,156 @@ type file struct {
 	Schedules []*Schedule `json:"schedules"`
 }
 
+// fileVersion is the only "v" this build reads and writes.
+const fileVersion = 1
+
 func storePath(dataDir string) string { return filepath.Join(dataDir, "schedules.json") }
 
-// load reads schedules.json; a missing file is no schedules. An entry
-// that no longer parses (a zone gone from the time-zone database) is an
-// error naming it: a schedule is never dropped silently.
-func load(path string) ([]*Schedule, error) {
+// Damage is what a damaged schedules.json cost at start: the file was
+// kept aside as it was and the server started without what could not be
+// read. Nil when the file was sound.
+type Damage struct {
+	// At is when it was found (the start).
+	At time.Time `json:"at"`
+	// File is the copy kept aside, schedules.json.damaged-<time>, in the
+	// data directory.
+	File string `json:"file"`
+	// Problem says what was wrong, in a sentence.
+	Problem string `json:"problem"`
+	// Dropped names each entry left out (its id, or its place in the file
+	// when it has none); empty when the whole file was unreadable.
+	Dropped []string `json:"dropped,omitempty"`
+	// Loaded is how many schedules were read from the file after all.
+	Loaded int `json:"loaded"`
+}
+
+// Message is the damage in one sentence, for the log, /healthz and the UI.
+func (d *Damage) Message() string {
+	msg := "schedules.json was damaged (" + d.Problem + "); kept as " + d.File
+	if len(d.Dropped) > 0 {
+		return fmt.Sprintf("%s; started with the %d readable schedules, without %s", msg, d.Loaded, strings.Join(d.Dropped, ", "))
+	}
+	return msg + "; started without its schedules"
+}
+
+// load reads schedules.json; a missing file is no schedules. A file that
+// is not what this build wrote (garbage, cut short, empty, an unknown
+// "v") or an entry that does not parse (no id, a duplicate id, a zone
+// gone from the time-zone database, a bad cron) is damage: the file is
+// kept aside, byte for byte, as schedules.json.damaged-<now>, and the
+// readable entries are written back as the new schedules.json. Only a
+// file that cannot be read or kept aside at all is an error.
+func load(path string, now time.Time) ([]*Schedule, *Damage, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read schedules: %w", err)
+		return nil, nil, fmt.Errorf("read schedules: %w", err)
 	}
-	var f file
+	list, problem, dropped := parse(b)
+	if problem == "" {
+		return list, nil, nil
+	}
+	d := &Damage{At: now.UTC(), Problem: problem, Dropped: dropped, Loaded: len(list)}
+	aside, err := keepAside(path, b, now, len(list) == 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s is damaged (%s) and could not be kept aside: %w", path, problem, err)
+	}
+	d.File = filepath.Base(aside)
+	if len(list) > 0 {
+		all := make(map[string]*Schedule, len(list))
+		for _, s := range list {
+			all[s.ID] = s
+		}
+		if err := save(path, all); err != nil {
+			return nil, nil, fmt.Errorf("%s is damaged (%s), kept as %s; writing back its readable schedules: %w", path, problem, aside, err)
+		}
+	}
+	return list, d, nil
+}
+
+// parse reads a schedules.json. problem is empty when every byte of it
+// was understood; otherwise list holds the entries that are sound and
+// dropped names the others.
+func parse(b []byte) (list []*Schedule, problem string, dropped []string) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, "the file is empty", nil
+	}
+	var f struct {
+		V         *int              `json:"v"`
+		Schedules []json.RawMessage `json:"schedules"`
+	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("read %s: %w (fix or remove the file; removing it deletes every schedule)", path, err)
+		return nil, "not readable JSON: " + err.Error(), nil
 	}
-	for _, s := range f.Schedules {
-		if s == nil || s.ID == "" {
-			return nil, fmt.Errorf("read %s: an entry has no id", path)
+	if f.V == nil || *f.V != fileVersion {
+		v := "none"
+		if f.V != nil {
+			v = strconv.Itoa(*f.V)
 		}
-		if s.loc, err = loadLocation(s.TZ); err != nil {
-			return nil, fmt.Errorf("read %s: schedule %s: time zone %q: %w", path, s.ID, s.TZ, err)
-		}
-		if s.recurring() {
-			if s.sched, err = parseCron(s.Cron); err != nil {
-				return nil, fmt.Errorf("read %s: schedule %s: %w", path, s.ID, err)
-			}
+		return nil, fmt.Sprintf(`format version "v" is %s; this build reads only %d (written by another version of frontdesk?)`, v, fileVersion), nil
+	}
+	seen := map[string]bool{}
+	var bad []string
+	for i, raw := range f.Schedules {
+		s, err := parseEntry(raw)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("entry %d: %v", i+1, err))
+		case seen[s.ID]:
+			bad = append(bad, fmt.Sprintf("entry %d: %s again (the first one is kept)", i+1, s.ID))
+		default:
+			seen[s.ID] = true
+			list = append(list, s)
 		}
 	}
-	return f.Schedules, nil
+	if len(bad) > 0 {
+		return list, fmt.Sprintf("%d of %d entries unreadable", len(bad), len(f.Schedules)), bad
+	}
+	return list, "", nil
+}
+
+// parseEntry reads one entry and checks what Run relies on.
+func parseEntry(raw json.RawMessage) (*Schedule, error) {
+	var s *Schedule
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	if s == nil || s.ID == "" {
+		return nil, errors.New("no id")
+	}
+	var err error
+	if s.loc, err = loadLocation(s.TZ); err != nil {
+		return nil, fmt.Errorf("%s: time zone %q: %w", s.ID, s.TZ, err)
+	}
+	if s.recurring() {
+		if s.sched, err = parseCron(s.Cron); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.ID, err)
+		}
+	}
+	return s, nil
+}
+
+// keepAside keeps b, the damaged file at path, as
+// schedules.json.damaged-<now>: by renaming path when nothing in it is
+// kept (move), else by writing a copy.
+func keepAside(path string, b []byte, now time.Time, move bool) (string, error) {
+	base := path + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	aside := base
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s-%d", base, i)
+	}
+	if !move {
+		return aside, atomicfile.Write(aside, b, 0o600)
+	}
+	if err := os.Rename(path, aside); err != nil {
+		return "", err
+	}
+	return aside, atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // save writes every schedule to path atomically (temp file, fsync,
@@ -127,7 +251,7 @@ func save(path string, all map[string]*Schedule) error {
 		list = append(list, s)
 	}
 	sortSchedules(list)
-	b, err := json.MarshalIndent(file{V: 1, Schedules: list}, "", "  ")
+	b, err := json.MarshalIndent(file{V: fileVersion, Schedules: list}, "", "  ")
 	if err != nil {
 		return err
 	}

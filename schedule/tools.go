@@ -10,9 +10,13 @@ import (
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
-// CreatedByAgent is the created_by of schedules the agent made with its
-// schedule_create tool.
-const CreatedByAgent = "agent"
+// Values of created_by besides a channel's name: schedules the agent made
+// with its schedule_create tool, and those made through POST
+// /api/schedules.
+const (
+	CreatedByAgent = "agent"
+	CreatedByAPI   = "api"
+)
 
 // toolView is how the tools show a schedule to the model: times in the
 // schedule's own zone, which is what the person said.

@@ -124,7 +124,8 @@ func (h *apiHandlers) session(w http.ResponseWriter, r *http.Request) error {
 }
 
 // health is /healthz: 503 while shutting down or while a part of the
-// session's storage cannot be written (until a write of it succeeds again).
+// session's storage cannot be written (until a write of it succeeds again);
+// 200 "degraded" with reasons while Options.Warnings has some.
 func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
 	info, err := h.s.Info(r.Context())
 	if err != nil {
@@ -135,6 +136,13 @@ func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	body := map[string]any{"status": "ok"}
+	if h.o.Warnings != nil {
+		if reasons := h.o.Warnings(); len(reasons) > 0 {
+			// Still 200: the desk works; a health check must not restart it
+			// over what a restart does not mend.
+			body["status"], body["reasons"] = "degraded", reasons
+		}
+	}
 	if servers := mcpServers(h.o); servers != nil {
 		body["mcp_servers"] = servers // a failed one costs only its tools: still healthy
 	}

@@ -3,11 +3,9 @@ package web
 import (
 	"context"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 
-	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 	"github.com/frontdesk-hq/frontdesk/schedule"
@@ -18,12 +16,14 @@ type Schedules interface {
 	Create(ctx context.Context, sp schedule.Spec) (schedule.Schedule, error)
 	List(ctx context.Context) ([]schedule.Schedule, error)
 	Cancel(ctx context.Context, id string) (schedule.Schedule, error)
+	// Damage is what a damaged schedules.json cost at start, or nil.
+	Damage() *schedule.Damage
 }
 
 var _ Schedules = (*schedule.Scheduler)(nil)
 
 // maxScheduleBody bounds POST /api/schedules: the content (up to
-// server.max_message_bytes, checked by the scheduler) and a few fields.
+// schedules.max_content_bytes, checked by the scheduler) and a few fields.
 const maxScheduleBody = 1 << 20
 
 // scheduleRoutes mounts /api/schedules on api.
@@ -42,20 +42,18 @@ func (h scheduleHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return httpjson.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxScheduleBody+1))
-	if err == nil && len(b) > maxScheduleBody {
-		return httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over 1 MiB")
+	b, err := httpjson.ReadBody(w, r, maxScheduleBody, "1 MiB")
+	if err != nil {
+		return err
 	}
 	var sp schedule.Spec
-	if err == nil {
-		err = strictjson.Unmarshal(b, &sp)
-	}
-	if err != nil {
+	if err := strictjson.Unmarshal(b, &sp); err != nil {
 		return httpjson.Errorf(http.StatusBadRequest, "bad_json",
 			`send {"content":"…","at":"2026-11-27T09:00:00+01:00"} or {"content":"…","cron":"0 8 * * 1-5","tz":"Europe/Berlin"}: `+err.Error())
 	}
-	// The API is the web door's: created_by names it.
-	sp.CreatedBy = event.ChannelWeb
+	// Made through the HTTP API, not typed in the web UI (which only lists
+	// and cancels): created_by says so.
+	sp.CreatedBy = schedule.CreatedByAPI
 	sc, err := h.s.Create(r.Context(), sp)
 	if err != nil {
 		return fromSchedule(err)
@@ -69,7 +67,16 @@ func (h scheduleHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fromSchedule(err)
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"schedules": list})
+	body := map[string]any{"schedules": list}
+	if d := h.s.Damage(); d != nil {
+		// Shown by the Scheduled panel: what was left out at start, and
+		// where the damaged file was kept.
+		body["damaged"] = struct {
+			*schedule.Damage
+			Message string `json:"message"`
+		}{d, d.Message()}
+	}
+	httpjson.Write(w, http.StatusOK, body)
 	return nil
 }
 

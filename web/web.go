@@ -55,6 +55,11 @@ type Options struct {
 	MCPServers func() any
 	// Schedules serves /api/schedules (nil: not mounted).
 	Schedules Schedules
+	// Warnings, if set, lists what an operator should know that does not
+	// stop the desk (a damaged schedules.json kept aside): /healthz
+	// answers 200 with status "degraded" and them as "reasons". Called on
+	// each request from the request's goroutine.
+	Warnings func() []string
 	// Attachments serves POST /api/attachments and GET
 	// /api/attachments/{sha256} (nil: not mounted). AttachmentMaxBytes
 	// caps an upload: attachments.max_bytes, default

@@ -6,11 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"mime"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -212,17 +210,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 // readRequest reads and decodes the JSON body, within server.max_message_bytes.
 func (h *Handler) readRequest(w http.ResponseWriter, r *http.Request) (request, error) {
 	var req request
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBytes))
+	body, err := httpjson.ReadBody(w, r, h.opts.MaxBytes, "server.max_message_bytes")
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return req, httpjson.Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than server.max_message_bytes")
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			w.Header().Set("Connection", "close") // what is left of the body is never read
-			return req, httpjson.Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
-		}
-		return req, httpjson.Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
+		return req, err
 	}
 	if err := strictjson.Unmarshal(body, &req); err != nil {
 		if errors.Is(err, strictjson.ErrInvalidUTF8) {

@@ -80,6 +80,9 @@ type Handler struct {
 	mu    sync.Mutex
 	live  map[net.Conn]struct{}
 	cutAt time.Time // set by Shutdown: no connection lives past it
+	// clients are the connections being served, for Broadcast. Guarded
+	// by mu.
+	clients map[*conn]struct{}
 	// open counts connections being served, for MaxClients. Only
 	// ServeHTTP reads and changes it, with one atomic step each way: no
 	// check-then-act.
@@ -113,7 +116,7 @@ func New(s Session, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Handler{s: s, opts: opts, live: map[net.Conn]struct{}{}, metrics: newMetrics()}
+	return &Handler{s: s, opts: opts, live: map[net.Conn]struct{}{}, clients: map[*conn]struct{}{}, metrics: newMetrics()}
 }
 
 // clientFrame is any frame a client may send.
@@ -184,6 +187,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cn.deadline = time.AfterFunc(time.Hour, func() { c.CloseNow() })
 	cn.deadline.Stop()
 	defer cn.deadline.Stop()
+	h.join(cn)
+	defer h.leave(cn)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -252,6 +257,38 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		h.mu.Unlock()
 	}
 	return err
+}
+
+// Broadcast sends e, a per-connection frame that is neither persisted
+// nor numbered (such as schedules_changed), to every connected client
+// after its replay. It never blocks: a client whose reply queue is full
+// is not reading, is about to be dropped by the hub, and misses it. Safe
+// from any goroutine.
+func (h *Handler) Broadcast(e event.Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for cn := range h.clients {
+		select {
+		case cn.direct <- b:
+		default:
+		}
+	}
+}
+
+func (h *Handler) join(cn *conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clients[cn] = struct{}{}
+}
+
+func (h *Handler) leave(cn *conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, cn)
 }
 
 func (h *Handler) track(raw net.Conn) {

@@ -6,8 +6,10 @@ package httpjson
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/frontdesk-hq/frontdesk/hub"
 )
@@ -88,4 +90,26 @@ func FromSession(err error) error {
 		return Errorf(http.StatusBadRequest, "bad_query", err.Error())
 	}
 	return err
+}
+
+// ReadBody reads r's whole body, at most limit bytes, for a JSON door.
+// Its refusals are the same on every door: 413 too_large (what names the
+// limit, e.g. "server.max_message_bytes"), 408 body_timeout when the body
+// did not arrive within the server's read deadline (the connection is then
+// closed: what is left of the body is never read), 400 bad_body for any
+// other read failure.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, what string) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		return body, nil
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, Errorf(http.StatusRequestEntityTooLarge, "too_large", "the body is larger than "+what)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.Header().Set("Connection", "close")
+		return nil, Errorf(http.StatusRequestTimeout, "body_timeout", "the body did not arrive in time")
+	}
+	return nil, Errorf(http.StatusBadRequest, "bad_body", "reading the body failed: "+err.Error())
 }
