@@ -185,3 +185,69 @@ func runsOf(t *testing.T, logPath, key string) (n int, ended bool) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestBinaryStartsWithDamagedSchedules: the binary started over a
+// schedules.json of garbage serves (it used to refuse to start), keeps the
+// file aside byte for byte, says so once in the log, in /healthz
+// (degraded, 200, with the reason) and in GET /api/schedules (damaged,
+// for the Scheduled panel), and makes new schedules. A content over
+// schedules.max_content_bytes (default 4096) is refused and changes
+// nothing on disk.
+func TestBinaryStartsWithDamagedSchedules(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("{\"v\":1,\"schedules\":[{\"id\":\"s-1\",\"content\":\"cut he")
+	if err := os.WriteFile(filepath.Join(state, "schedules.json"), garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startLogged(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state")
+
+	var health struct {
+		Status  string   `json:"status"`
+		Reasons []string `json:"reasons"`
+	}
+	if code := getJSON(t, p.url+"/healthz", &health); code != http.StatusOK || health.Status != "degraded" ||
+		len(health.Reasons) != 1 || !strings.Contains(health.Reasons[0], "schedules.json.damaged-") {
+		t.Fatalf("/healthz %d %+v, want 200 degraded naming the kept file", code, health)
+	}
+	var list struct {
+		Schedules []any `json:"schedules"`
+		Damaged   struct {
+			File, Message string
+		} `json:"damaged"`
+	}
+	getJSON(t, p.url+"/api/schedules", &list)
+	if len(list.Schedules) != 0 || list.Damaged.File == "" || list.Damaged.Message != health.Reasons[0] {
+		t.Fatalf("/api/schedules %+v, want none and the damage", list)
+	}
+	if kept, err := os.ReadFile(filepath.Join(state, list.Damaged.File)); err != nil || !bytes.Equal(kept, garbage) {
+		t.Fatalf("kept aside: %q, %v", kept, err)
+	}
+	if n := strings.Count(p.logs.all(), "schedules.json was damaged"); n != 1 {
+		t.Fatalf("the damage is in the log %d times, want once:\n%s", n, p.logs.all())
+	}
+
+	post := func(body string) (int, map[string]any) {
+		resp, err := http.Post(p.url+"/api/schedules", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	if code, m := post(`{"content":"Reminder: after the damage","in_seconds":3600}`); code != http.StatusCreated || m["created_by"] != "api" {
+		t.Fatalf("create after the damage: %d %v", code, m)
+	}
+	before, _ := os.ReadFile(filepath.Join(state, "schedules.json"))
+	if code, m := post(`{"content":"` + strings.Repeat("x", 65000) + `","in_seconds":3600}`); code != http.StatusBadRequest || m["code"] != "content_too_long" {
+		t.Fatalf("65,000 bytes of content: %d %v, want 400 content_too_long", code, m)
+	}
+	if after, _ := os.ReadFile(filepath.Join(state, "schedules.json")); !bytes.Equal(before, after) {
+		t.Fatal("a refused schedule changed schedules.json")
+	}
+}

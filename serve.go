@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -296,19 +295,9 @@ func (a *app) turnTools() []agent.Tool {
 // mail through the email channel, when it is on and schedules.notify_to
 // is set (config checks that it is an allowed address).
 func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger *slog.Logger) (*schedule.Scheduler, error) {
-	loc := time.Local
-	if tz := cfg.Schedules.TZ; tz != "" {
-		l, err := time.LoadLocation(tz)
-		if err != nil {
-			return nil, fmt.Errorf("schedules.tz: %w", err)
-		}
-		loc = l
-	} else if tz := strings.TrimPrefix(getenv("TZ"), ":"); tz != "" {
-		if l, err := time.LoadLocation(tz); err == nil {
-			// The zone by its name rather than "Local": schedules.json,
-			// the API and the model then say which zone a time is in.
-			loc = l
-		}
+	loc, err := schedule.ServerZone(cfg.Schedules.TZ, getenv)
+	if err != nil {
+		return nil, err
 	}
 	opts := schedule.Options{
 		DataDir:         cfg.DataDir,

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // remindPattern matches "remind me in N minutes to X" (also seconds and
@@ -61,10 +62,25 @@ func (d *Demo) remind(ctx context.Context, req Request, r reminder, emit Emitter
 	var made struct {
 		ID      string `json:"id"`
 		NextRun string `json:"next_run"`
+		TZ      string `json:"tz"`
 	}
 	_ = json.Unmarshal([]byte(out), &made)
 	return fmt.Sprintf("Done: in %s (at %s) I will remind you to %s. Every connected client will see it. (schedule %s)",
-		r.delay, made.NextRun, r.what, made.ID), nil
+		r.delay, wallClock(made.NextRun, made.TZ), r.what, made.ID), nil
+}
+
+// wallClock shows an RFC 3339 time the tool gave as a person reads it,
+// in the schedule's zone ("Mon 23 Nov 15:01 CET"), the way a late
+// reminder names its time; what does not parse is shown as it came.
+func wallClock(rfc3339, tz string) string {
+	t, err := time.Parse(time.RFC3339, rfc3339)
+	if err != nil {
+		return rfc3339
+	}
+	if loc, err := time.LoadLocation(tz); err == nil {
+		t = t.In(loc)
+	}
+	return t.Format("Mon 2 Jan 15:04 MST")
 }
 
 // scheduledReply answers an input a schedule fired.

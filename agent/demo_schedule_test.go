@@ -41,7 +41,7 @@ func TestDemoReminderCallsScheduleCreate(t *testing.T) {
 	var gotArgs map[string]any
 	create := Tool{Name: "schedule_create", Call: func(ctx context.Context, args json.RawMessage) (string, error) {
 		_ = json.Unmarshal(args, &gotArgs)
-		return `{"id":"s-0123456789ab","content":"Reminder: stretch","tz":"UTC","next_run":"2026-11-23T14:01:00Z","notify":"none"}`, nil
+		return `{"id":"s-0123456789ab","content":"Reminder: stretch","tz":"Europe/Berlin","next_run":"2026-11-23T15:01:00+01:00","notify":"none"}`, nil
 	}}
 	reply, evs := runDemo(t, Request{Turn: "t3", Content: "remind me in 1 minute to stretch", Tools: []Tool{create}})
 	if len(evs) < 3 || evs[1].typ != event.ToolCall || evs[2].typ != event.ToolResult {
@@ -50,7 +50,9 @@ func TestDemoReminderCallsScheduleCreate(t *testing.T) {
 	if gotArgs["content"] != "Reminder: stretch" || gotArgs["in_seconds"] != float64(60) {
 		t.Fatalf("schedule_create args %v", gotArgs)
 	}
-	if !strings.Contains(reply, "in 1 minute") || !strings.Contains(reply, "s-0123456789ab") || !strings.Contains(reply, "2026-11-23T14:01:00Z") {
+	// The time as a person reads it in the schedule's zone, not RFC 3339.
+	if !strings.Contains(reply, "in 1 minute") || !strings.Contains(reply, "s-0123456789ab") ||
+		!strings.Contains(reply, "(at Mon 23 Nov 15:01 CET)") || strings.Contains(reply, "2026-11-23T") {
 		t.Fatalf("reply %q", reply)
 	}
 

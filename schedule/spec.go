@@ -116,7 +116,9 @@ func (s *Scheduler) checkContent(content string) error {
 
 // zone is the schedule's zone: tz, or the default.
 func (s *Scheduler) zone(tz string) (*time.Location, string, error) {
-	if tz == "" {
+	if tz == "" || tz == s.opts.TZ.String() {
+		// The default by the name the list shows, even when that is
+		// "Local" (a server whose zone has no name we could find).
 		return s.opts.TZ, s.opts.TZ.String(), nil
 	}
 	l, err := loadLocation(tz)

@@ -2,7 +2,12 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,24 +16,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 
-// scheduleEnv is a session with a scheduler behind the web handler.
+// scheduleEnv is a session with a scheduler behind the web handler,
+// wired like main: schedule changes are broadcast to the WebSocket
+// clients, a damaged schedules.json is a /healthz reason.
 type scheduleEnv struct {
-	srv   *httptest.Server
-	dir   string
-	sched *schedule.Scheduler
+	srv     *httptest.Server
+	handler http.Handler
+	dir     string
+	sched   *schedule.Scheduler
 }
 
 func startSchedules(t *testing.T, so schedule.Options) *scheduleEnv {
 	t.Helper()
-	dir := t.TempDir()
+	return startSchedulesIn(t, t.TempDir(), so)
+}
+
+// startSchedulesIn starts over dir, which may hold a schedules.json.
+func startSchedulesIn(t *testing.T, dir string, so schedule.Options) *scheduleEnv {
+	t.Helper()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +52,9 @@ func startSchedules(t *testing.T, so schedule.Options) *scheduleEnv {
 	quiet := slog.New(slog.DiscardHandler)
 	var sched *schedule.Scheduler
 	m := hub.New(hub.Config{DataDir: dir, Logger: quiet, Tools: func() []agent.Tool { return sched.Tools() }}, lg, &agent.Demo{})
+	wsh := ws.New(m, ws.Options{})
 	so.DataDir, so.Logger = dir, quiet
+	so.Changed = func() { wsh.Broadcast(event.New(event.SchedulesChanged, "", time.Now(), nil)) }
 	sched, err = schedule.Open(m, so)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +64,13 @@ func startSchedules(t *testing.T, so schedule.Options) *scheduleEnv {
 	go func() { defer close(hubDone); m.Run(ctx) }()
 	sctx, stopSched := context.WithCancel(context.Background())
 	go func() { defer close(schedDone); sched.Run(sctx) }()
-	wsh := ws.New(m, ws.Options{})
-	srv := httptest.NewServer(web.Handler(m, web.Options{WS: wsh, Schedules: sched}))
+	h := web.Handler(m, web.Options{WS: wsh, Schedules: sched, Warnings: func() []string {
+		if d := sched.Damage(); d != nil {
+			return []string{d.Message()}
+		}
+		return nil
+	}})
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		stopSched()
 		<-schedDone
@@ -57,7 +80,7 @@ func startSchedules(t *testing.T, so schedule.Options) *scheduleEnv {
 		wsh.Wait(context.Background())
 		lg.Close()
 	})
-	return &scheduleEnv{srv: srv, dir: dir, sched: sched}
+	return &scheduleEnv{srv: srv, handler: h, dir: dir, sched: sched}
 }
 
 func (e *scheduleEnv) post(t *testing.T, body string) reply {
@@ -81,7 +104,7 @@ func TestSchedulesAPI(t *testing.T) {
 	e := startSchedules(t, schedule.Options{MaxSchedules: 3, MinInterval: 5 * time.Minute, MaxContentBytes: 1024})
 
 	ok := e.post(t, `{"content":"Reminder: call the plumber","at":"2030-11-27T09:00","tz":"Europe/Berlin"}`)
-	if ok.status != http.StatusCreated || ok.body["next_run"] != "2030-11-27T08:00:00Z" || ok.body["created_by"] != "web" {
+	if ok.status != http.StatusCreated || ok.body["next_run"] != "2030-11-27T08:00:00Z" || ok.body["created_by"] != "api" {
 		t.Fatalf("create: %d %s", ok.status, ok.raw)
 	}
 	id, _ := ok.body["id"].(string)
@@ -146,5 +169,139 @@ func TestSchedulesAPI(t *testing.T) {
 	}
 	if n := e.count(t); n != 2 {
 		t.Fatalf("%d listed after cancel, want 2", n)
+	}
+}
+
+// TestScheduleContentCapByDefault: without a configured cap a schedule's
+// content may have 4096 bytes (schedules.max_content_bytes); 4097 is a
+// 400 content_too_long naming the key, and schedules.json stays byte for
+// byte as it was. It used to take 65,536.
+func TestScheduleContentCapByDefault(t *testing.T) {
+	e := startSchedules(t, schedule.Options{})
+	if r := e.post(t, `{"content":"`+strings.Repeat("a", 4096)+`","in_seconds":60}`); r.status != http.StatusCreated {
+		t.Fatalf("4096 bytes: %d %s", r.status, r.raw)
+	}
+	before, err := os.ReadFile(filepath.Join(e.dir, "schedules.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{4097, 65000} {
+		r := e.post(t, `{"content":"`+strings.Repeat("a", n)+`","in_seconds":60}`)
+		if r.status != http.StatusBadRequest || r.body["code"] != "content_too_long" ||
+			!strings.Contains(r.raw, "schedules.max_content_bytes") {
+			t.Fatalf("%d bytes: %d %s, want 400 content_too_long naming schedules.max_content_bytes", n, r.status, r.raw)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(e.dir, "schedules.json")); string(after) != string(before) || e.count(t) != 1 {
+		t.Fatal("a refused schedule changed schedules.json")
+	}
+}
+
+// TestScheduleSlowBody: a POST /api/schedules whose body does not arrive
+// within the server's body deadline is 408 body_timeout and the
+// connection is closed, as on /api/messages — not 400 bad_json.
+func TestScheduleSlowBody(t *testing.T) {
+	e := startSchedules(t, schedule.Options{})
+	srv := web.NewServer(e.handler, web.ServerOptions{BodyTimeout: 300 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	body := `{"content":"Reminder: slow","in_seconds":3600,"tz":"` + strings.Repeat("x", 180) + `"}`
+	rc := dialRaw(t, ln.Addr().String())
+	fmt.Fprintf(rc.c, "POST /api/schedules HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	rc.drip([]byte(body), 50*time.Millisecond) // 200 bytes in 10 s
+	resp := rc.response()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), `"body_timeout"`) || !resp.Close {
+		t.Fatalf("slow body: %d %s (close %v), want 408 body_timeout and the connection closed", resp.StatusCode, b, resp.Close)
+	}
+	rc.closed()
+	if _, err := os.Stat(filepath.Join(e.dir, "schedules.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("schedules.json after a refused body: %v", err)
+	}
+}
+
+// TestDamagedSchedulesShown: a schedules.json with one bad entry among
+// good ones starts with the good ones; GET /api/schedules lists them and
+// says what was left out (for the Scheduled panel); /healthz is 200
+// degraded with the same sentence as its reason.
+func TestDamagedSchedulesShown(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"id":"s-good","content":"x","created_by":"api","created_at":"2026-11-01T00:00:00Z","tz":"UTC",` +
+		`"cron":"0 9 * * *","next_run":"2030-11-25T09:00:00Z","last_run":null,"notify":"none"}`
+	body := `{"v":1,"schedules":[` + good + `,{"id":"s-bad","content":"x","tz":"UTC","cron":"every day"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "schedules.json"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startSchedulesIn(t, dir, schedule.Options{})
+	r := do(t, request(t, "GET", e.srv.URL+"/api/schedules", ""))
+	list, _ := r.body["schedules"].([]any)
+	d, _ := r.body["damaged"].(map[string]any)
+	msg, _ := d["message"].(string)
+	if r.status != http.StatusOK || len(list) != 1 || d == nil || !strings.Contains(msg, "s-bad") ||
+		!strings.Contains(msg, "schedules.json.damaged-") || d["loaded"] != float64(1) {
+		t.Fatalf("list: %d %s, want s-good and the damage naming s-bad", r.status, r.raw)
+	}
+	h := do(t, request(t, "GET", e.srv.URL+"/healthz", ""))
+	reasons, _ := h.body["reasons"].([]any)
+	if h.status != http.StatusOK || h.body["status"] != "degraded" || len(reasons) != 1 || reasons[0] != msg {
+		t.Fatalf("/healthz %d %s, want 200 degraded with %q", h.status, h.raw, msg)
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, d["file"].(string)))
+	if err != nil || string(kept) != body {
+		t.Fatalf("kept aside %q, %v", kept, err)
+	}
+}
+
+// TestScheduleChangesReachEveryTab: creating or cancelling a schedule
+// sends schedules_changed (no seq, not in history) to every connected
+// WebSocket client, so every tab's Scheduled panel looks again at once.
+func TestScheduleChangesReachEveryTab(t *testing.T) {
+	e := startSchedules(t, schedule.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var tabs []*websocket.Conn
+	for range 2 {
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.srv.URL, "http")+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		readUntil(t, ctx, c, event.Synced)
+		tabs = append(tabs, c)
+	}
+	made := e.post(t, `{"content":"Reminder: tea","in_seconds":3600}`)
+	id, _ := made.body["id"].(string)
+	for i, c := range tabs {
+		if f := readUntil(t, ctx, c, event.SchedulesChanged); f.Seq != 0 || f.Turn != "" {
+			t.Fatalf("tab %d after create: %+v, want no seq and no turn", i, f)
+		}
+	}
+	if r := do(t, request(t, "DELETE", e.srv.URL+"/api/schedules/"+id, "")); r.status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.status, r.raw)
+	}
+	for _, c := range tabs {
+		readUntil(t, ctx, c, event.SchedulesChanged)
+	}
+}
+
+// readUntil reads frames from c until one of type typ.
+func readUntil(t *testing.T, ctx context.Context, c *websocket.Conn, typ event.Type) event.Event {
+	t.Helper()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		var e event.Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("frame %s: %v", b, err)
+		}
+		if e.Type == typ {
+			return e
+		}
 	}
 }
