@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -60,4 +62,37 @@ func TestBrowserSchedulesPanel(t *testing.T) {
 	p.wait("its reply", `[...document.querySelectorAll('#log li.msg.assistant .md')].some((m) => /⏰ Reminder: drink water/.test(m.textContent))`)
 	p.wait("the list without it", `document.querySelectorAll('#schedules-list li').length === 1`)
 
+}
+
+// TestBrowserSchedulesPanelFollowsOtherTabs: with the Scheduled panel open
+// in two tabs, a schedule made through the API and one cancelled in the
+// other tab show up at once — no turn ends in between (it used to stay
+// stale until one did). A damaged schedules.json kept aside at start is
+// said in the panel.
+func TestBrowserSchedulesPanelFollowsOtherTabs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "schedules.json"), []byte("not json at all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startSchedulesIn(t, dir, schedule.Options{})
+	browser := newBrowser(t, 1200, 800)
+	a := openTab(t, browser, "tab A", e.srv.URL+"/")
+	b := openTab(t, browser, "tab B", e.srv.URL+"/")
+	for _, p := range []*tab{a, b} {
+		p.wait("connected", jsConnected)
+		p.do(chromedp.Click(chromedp.CSS("#schedules-open")))
+		p.wait("the damage said in the panel", `(() => { const w = document.querySelector('#schedules-warning');
+			return !document.querySelector('#schedules').hidden && !w.hidden &&
+				/schedules\.json was damaged .*kept as schedules\.json\.damaged-/.test(w.textContent) &&
+				/⚠/.test(document.querySelector('#schedules-open').textContent); })()`)
+	}
+	if r := e.post(t, `{"content":"Reminder: from the API","in_seconds":3600}`); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	for _, p := range []*tab{a, b} {
+		p.wait("the API's schedule listed without a turn", `[...document.querySelectorAll('#schedules-list .sched-content')].some((n) => n.textContent === 'Reminder: from the API') &&
+			/by api/.test(document.querySelector('#schedules-list .sched-meta').textContent)`)
+	}
+	a.do(chromedp.Click(chromedp.CSS(`#schedules-list li button[data-action="cancel"]`)))
+	b.wait("tab B empty after tab A's cancel", `document.querySelectorAll('#schedules-list li').length === 0`)
 }

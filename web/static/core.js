@@ -48,6 +48,7 @@ function initialState() {
     noteSerial: 0,
     outbox: [],          // frames for the shell to send (drained after each dispatch)
     announce: [],        // texts for the screen-reader live region (drained by the view)
+    schedulesRev: 0,     // bumped by each schedules_changed frame (schedules.js reloads on it)
 
     // History (scroll-back, search, jump). The live view above is a "view":
     // items + byKey + firstSeq + older. It holds every persisted event with
@@ -333,6 +334,9 @@ function onFrame(s, f) {
       return;
     case 'error':
       onError(s, f.data || {});
+      return;
+    case 'schedules_changed': // no seq, not history: the Scheduled panel looks again
+      s.schedulesRev++;
       return;
   }
   // Until `synced` we cannot know whether to clear the view first, so hold the replay.

@@ -1,11 +1,12 @@
 // schedules.js — the "Scheduled" panel: what is scheduled (reminders and
 // recurring tasks, GET /api/schedules), each with its next run in local
-// time and a Cancel button (DELETE /api/schedules/{id}). It builds its own
-// header button and panel, and refreshes when the panel opens, after a
-// cancel, whenever a turn has ended since it last looked (a schedule may
-// have been created, fired or cancelled by any door), and every second
-// while a run is under way. Loaded as its
-// own module script after app.js, whose render hook it wraps.
+// time and a Cancel button (DELETE /api/schedules/{id}), and a warning
+// when the server started over a damaged schedules.json. It builds its
+// own header button and panel, and refreshes when the panel opens, after
+// a cancel, on each schedules_changed frame (a schedule created, fired or
+// cancelled by any door, from any tab), whenever a turn has ended since
+// it last looked, and every second while a run is under way. Loaded as
+// its own module script after app.js, whose render hook it wraps.
 // Every server string goes through textContent (h()).
 
 import { el, h, whenLabel } from './dom.js';
@@ -32,24 +33,33 @@ close.type = 'button';
 head.append(close);
 const status = h('p', 'sched-status', '');
 status.setAttribute('role', 'status');
+const warning = h('p', 'sched-warning', '');
+warning.id = 'schedules-warning';
+warning.hidden = true;
 const list = h('ul', 'sched-list');
 list.id = 'schedules-list';
-panel.append(head, status, list);
+panel.append(head, warning, status, list);
 document.querySelector('header.top').after(panel);
 
 let items = [];
+let damaged = null;
 let loading = null;
+let again = false;
 let settleTimer = null;
 
 async function refresh() {
-  if (loading) return loading;
+  // A look asked for while one is under way may follow a change that one
+  // missed: it is made once that one is done.
+  if (loading) { again = true; return loading; }
   loading = apiGet('/api/schedules', {}).then((b) => {
     items = b.schedules || [];
+    damaged = b.damaged || null;
     status.textContent = '';
   }, (e) => {
     status.textContent = 'Could not load the schedules: ' + e.message + '.';
   }).finally(() => {
     loading = null;
+    if (again) { again = false; refresh(); }
     paint();
     // A run under way is settled just after its turn ends: look again
     // until it is.
@@ -60,7 +70,11 @@ async function refresh() {
 }
 
 function paint() {
-  count.textContent = items.length ? ' · ' + items.length : '';
+  count.textContent = (items.length ? ' · ' + items.length : '') + (damaged ? ' ⚠' : '');
+  // Said until the next start: the file kept aside is the operator's to look at.
+  warning.hidden = !damaged;
+  warning.textContent = damaged ? '⚠ ' + damaged.message + '.' : '';
+  button.title = damaged ? 'Reminders and recurring tasks — ' + damaged.message : 'Reminders and recurring tasks';
   list.replaceChildren();
   if (!items.length && !status.textContent) status.textContent = 'Nothing is scheduled. Ask the assistant: “remind me in 10 minutes to …”.';
   for (const s of items) {
@@ -118,13 +132,19 @@ list.addEventListener('click', (e) => {
   if (li) cancel(li.dataset.id, btn);
 });
 
-// After each turn (the session idle again with new events), look again.
+// On each schedules_changed, and after each turn (the session idle again
+// with new events), look again.
 let seen = -1;
+let rev = 0;
 let timer = null;
 const render = hooks.changed;
 hooks.changed = () => {
   render();
-  if (state.phase === 'live' && state.lastSeq !== seen && state.openTurns.length === 0) {
+  if (state.schedulesRev !== rev) {
+    rev = state.schedulesRev;
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 50); // a burst (create, fire, settle) is one look
+  } else if (state.phase === 'live' && state.lastSeq !== seen && state.openTurns.length === 0) {
     seen = state.lastSeq;
     clearTimeout(timer);
     timer = setTimeout(refresh, 200);
