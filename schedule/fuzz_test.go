@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -51,6 +52,47 @@ func FuzzSpec(f *testing.F) {
 			if n := next(sc.sched, *sc.NextRun, sc.loc); !n.IsZero() && !n.After(*sc.NextRun) {
 				t.Fatalf("%s: next run %v is not after %v", body, n, sc.NextRun)
 			}
+		}
+	})
+}
+
+// FuzzParse feeds schedules.json as found on disk to its reader: no
+// panic; every entry it keeps has a unique id, a zone and (recurring) a
+// parsed cron; a file with a problem says so, and what it kept, written
+// back, reads again without one.
+func FuzzParse(f *testing.F) {
+	good := `{"id":"s-a","content":"x","created_by":"api","created_at":"2026-11-01T00:00:00Z","tz":"UTC",` +
+		`"cron":"0 9 * * *","next_run":"2026-11-25T09:00:00Z","last_run":null,"notify":"none"}`
+	for _, s := range []string{
+		``, `{}`, `null`, `{"v":1}`, `{"v":2,"schedules":[]}`, `{"v":1,"schedules":[` + good + `]}`,
+		`{"v":1,"schedules":[` + good + `,` + good + `]}`, `{"v":1,"schedules":[null,{"id":7}]}`,
+		`{"v":1,"schedules":[{"id":"s-1","tz":"Mars/Olympus"}]}`, `{"v":1,"schedules":[` + good,
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, problem, dropped := parse(b)
+		if problem == "" && len(dropped) > 0 {
+			t.Fatalf("%q: dropped %q without a problem", b, dropped)
+		}
+		all := map[string]*Schedule{}
+		for _, s := range list {
+			if s.ID == "" || all[s.ID] != nil || s.loc == nil || (s.recurring() && s.sched == nil) {
+				t.Fatalf("%q: kept %+v", b, s)
+			}
+			all[s.ID] = s
+		}
+		if len(list) == 0 {
+			return
+		}
+		path := storePath(dir)
+		if err := save(path, all); err != nil {
+			t.Fatal(err)
+		}
+		back, _ := os.ReadFile(path)
+		if again, problem, _ := parse(back); problem != "" || len(again) != len(list) {
+			t.Fatalf("%q written back as %s: %d entries, problem %q", b, back, len(again), problem)
 		}
 	})
 }

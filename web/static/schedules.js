@@ -132,15 +132,20 @@ list.addEventListener('click', (e) => {
   if (li) cancel(li.dataset.id, btn);
 });
 
-// On each schedules_changed, and after each turn (the session idle again
-// with new events), look again.
+// On each schedules_changed, after a reconnect (changes while the
+// connection was down sent no frame), and after each turn (the session
+// idle again with new events), look again.
 let seen = -1;
 let rev = 0;
+let wasLive = false;
 let timer = null;
 const render = hooks.changed;
 hooks.changed = () => {
   render();
-  if (state.schedulesRev !== rev) {
+  const live = state.phase === 'live';
+  const reconnected = live && !wasLive;
+  wasLive = live;
+  if (state.schedulesRev !== rev || reconnected) {
     rev = state.schedulesRev;
     clearTimeout(timer);
     timer = setTimeout(refresh, 50); // a burst (create, fire, settle) is one look

@@ -362,4 +362,19 @@ frame(s, { ts: 'x', type: 'delta', turn: 't1', data: { text: 'half a rep' } });
 Core.reduce(s, { type: 'socket-closed' });
 connect(s, { busy: false, last_seq: 2 }, [ev(2, 'turn_end', 't1', { status: 'interrupted', duration_ms: 900 })]);
 assert.deepStrictEqual(kinds(s), ['user:q', 'turn_end:Interrupted after 0.9 s (the server stopped while working).']);
+
+// schedules_changed: no seq, no item, nothing in the replay's order — it
+// only bumps schedulesRev, on which the Scheduled panel looks again.
+{
+  const s = Core.initialState();
+  connect(s, {}, [ev(1, 'user', 't1', { channel: 'web', from: '', content: 'hi' })]);
+  const items = s.items.length;
+  const last = s.lastSeq;
+  frame(s, { type: 'schedules_changed', ts: '2026-11-25T00:00:00.000Z' });
+  frame(s, { type: 'schedules_changed', ts: '2026-11-25T00:00:01.000Z' });
+  assert.strictEqual(s.schedulesRev, 2);
+  assert.strictEqual(s.items.length, items, 'schedules_changed is not shown in the conversation');
+  assert.strictEqual(s.lastSeq, last);
+}
+
 console.log('all core tests passed');
