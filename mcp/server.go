@@ -7,8 +7,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,18 +57,3 @@ func Handler(s *sdk.Server) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
 		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
 }
-
-// ServeStdio serves s over stdio-style streams (newline-delimited JSON-RPC)
-// until the client closes in or ctx ends.
-func ServeStdio(ctx context.Context, s *sdk.Server, in io.Reader, out io.Writer) error {
-	err := s.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}})
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		return nil // the client went away, or we were asked to stop
-	}
-	return err
-}
-
-// nopCloser leaves closing out to its owner (stdout is the process's).
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
