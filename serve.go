@@ -266,9 +266,11 @@ func mcpServeHandler(cfg config.Config, h *hub.SessionManager) http.Handler {
 	}
 	served := hub.HistoryTools(h, "")
 	if cfg.MCP.ServeSend {
-		served = append(served, mcp.SendTool(h))
+		// The webhook's limits: both put a script's message into the session.
+		served = append(served, mcp.SendTool(h, mcp.SendOptions{MaxBytes: cfg.Server.MaxMessageBytes,
+			RatePerSec: cfg.Channels.Webhook.RatePerSec, RateBurst: cfg.Channels.Webhook.RateBurst}))
 	}
-	return mcp.Handler(mcp.NewServer(version, served))
+	return mcp.Handler(mcp.NewServer(version, served), mcp.HTTPOptions{MaxBodyBytes: cfg.Server.MaxMessageBytes})
 }
 
 // turnTools are the tools a turn gets besides the history tools: the

@@ -7,7 +7,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -45,15 +44,4 @@ func NewServer(version string, tools []agent.Tool) *sdk.Server {
 			})
 	}
 	return s
-}
-
-// Handler serves s over the streamable HTTP transport. Authentication and
-// the Origin and Host checks happen in front of it (package web), as for
-// /api/*. It is stateless: every request stands alone, so a restart of
-// frontdesk never strands a client's session.
-func Handler(s *sdk.Server) http.Handler {
-	// The SDK's own localhost check is off: package web already admits only
-	// the configured Host names, which may include a reverse proxy's.
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
-		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
 }
