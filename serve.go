@@ -195,6 +195,11 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
 		return nil, err
 	}
+	if a.tools != nil {
+		// mcp.max_tools counts every tool of a request: the history and
+		// schedule tools come first, the MCP servers' share the rest.
+		a.tools.MaxTools, a.tools.Builtin = cfg.MCP.MaxTools, len(hub.HistoryTools(a.hub, ""))+len(a.sched.Tools())
+	}
 
 	var messages http.Handler
 	if wh := cfg.Channels.Webhook; wh.Enabled {
