@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -69,9 +70,15 @@ func TestMCPStdioAnswersEverythingReadAtEndOfInput(t *testing.T) {
 	}, "\n") + "\n"
 	for i := range 20 {
 		var stdout, stderr strings.Builder
+		pr, pw, err := os.Pipe() // as a shell's printf | frontdesk mcp
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = pw.WriteString(input); pw.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := run(ctx, []string{"frontdesk", "mcp", "-config", cfg}, func(string) string { return "" }, strings.NewReader(input), &stdout, &stderr)
+		err = run(ctx, []string{"frontdesk", "mcp", "-config", cfg}, func(string) string { return "" }, pr, &stdout, &stderr)
 		cancel()
+		pr.Close()
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, stderr.String())
 		}
