@@ -194,6 +194,11 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
 		return nil, err
 	}
+	if a.tools != nil {
+		// mcp.max_tools counts every tool of a request: the history and
+		// schedule tools come first, the MCP servers' share the rest.
+		a.tools.MaxTools, a.tools.Builtin = cfg.MCP.MaxTools, len(hub.HistoryTools(a.hub, ""))+len(a.sched.Tools())
+	}
 
 	var messages http.Handler
 	if wh := cfg.Channels.Webhook; wh.Enabled {
@@ -275,9 +280,11 @@ func mcpServeHandler(cfg config.Config, h *hub.SessionManager) http.Handler {
 	}
 	served := hub.HistoryTools(h, "")
 	if cfg.MCP.ServeSend {
-		served = append(served, mcp.SendTool(h))
+		// The webhook's limits: both put a script's message into the session.
+		served = append(served, mcp.SendTool(h, mcp.SendOptions{MaxBytes: cfg.Server.MaxMessageBytes,
+			RatePerSec: cfg.Channels.Webhook.RatePerSec, RateBurst: cfg.Channels.Webhook.RateBurst}))
 	}
-	return mcp.Handler(mcp.NewServer(version, served))
+	return mcp.Handler(mcp.NewServer(version, served), mcp.HTTPOptions{MaxBodyBytes: cfg.Server.MaxMessageBytes})
 }
 
 // turnTools are the tools a turn gets besides the history tools: the

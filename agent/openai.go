@@ -309,7 +309,7 @@ func (o *OpenAI) runTool(ctx context.Context, tools []Tool, c toolCall, emit Emi
 	case !c.validArgs():
 		err = fmt.Errorf("the arguments are not a valid JSON object (%s); call %s again with a JSON object", jsonErr(c.args), c.name)
 	case t == nil:
-		err = fmt.Errorf("there is no tool named %q; available: %s", c.name, toolNames(tools))
+		err = fmt.Errorf("there is no tool named %q; available: %s", truncateUTF8(c.name, maxNameInError)+cutMark(c.name, maxNameInError), toolNames(tools))
 	default:
 		out, err = t.Call(ctx, args)
 	}
@@ -336,15 +336,38 @@ func findTool(tools []Tool, name string) *Tool {
 	return nil
 }
 
+// maxNameInError caps the unknown name quoted back to the model: a model
+// can invent a name of any length, and the answer goes into its context
+// and the log. maxNamesInError caps the list of tools it is offered instead.
+const (
+	maxNameInError  = 100
+	maxNamesInError = 2000
+)
+
+// cutMark is "…" when s is longer than n bytes.
+func cutMark(s string, n int) string {
+	if len(s) > n {
+		return "…"
+	}
+	return ""
+}
+
 func toolNames(tools []Tool) string {
 	if len(tools) == 0 {
 		return "none"
 	}
-	names := make([]string, len(tools))
+	var b strings.Builder
 	for i, t := range tools {
-		names[i] = t.Name
+		if b.Len()+len(t.Name) > maxNamesInError {
+			fmt.Fprintf(&b, "… and %d more", len(tools)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(t.Name)
 	}
-	return strings.Join(names, ", ")
+	return b.String()
 }
 
 func jsonErr(s string) string {

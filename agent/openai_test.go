@@ -736,3 +736,22 @@ func FuzzOpenAIStream(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenAIUnknownToolErrorIsCapped: a model that invents a huge tool
+// name, with many tools on offer, gets a short error back — not its name
+// and every tool's name in full (a 100 KB name came back whole before).
+func TestOpenAIUnknownToolErrorIsCapped(t *testing.T) {
+	var tools []Tool
+	for i := range 128 {
+		tools = append(tools, Tool{Name: fmt.Sprintf("server__%056d", i)})
+	}
+	o := &OpenAI{opts: OpenAIOptions{ContextBudgetTokens: 100000}}
+	rec := newRecorder()
+	out := o.runTool(testCtx(t), tools, toolCall{id: "c1", name: strings.Repeat("é", 50000), args: "{}"}, rec.emit)
+	if len(out) > 2500 || !strings.Contains(out, "no tool named") || !strings.Contains(out, "…") || !strings.Contains(out, "more") {
+		t.Errorf("the model got %d bytes: %.300s…", len(out), out)
+	}
+	if res := rec.toolResults(); len(res) != 1 || len(res[0].Error) > 2500 {
+		t.Errorf("the tool_result event holds a %d-byte error", len(res[0].Error))
+	}
+}

@@ -62,6 +62,10 @@ type MCP struct {
 	// ApprovalTimeoutSec denies a call that needs approval when nobody
 	// answers within it. Default 300.
 	ApprovalTimeoutSec int `yaml:"approval_timeout_sec"`
+	// MaxTools caps the tools one model request carries, frontdesk's own
+	// (history, schedules) included: the servers' tools past it are left
+	// out, in the order of Servers. 1 to 1024; default 128 (OpenAI's limit).
+	MaxTools int `yaml:"max_tools"`
 }
 
 // MCPServer is one MCP server the assistant uses: a stdio command or a
@@ -366,7 +370,7 @@ func Defaults() Config {
 			},
 		},
 		Log: Log{Format: "text", Level: "info"},
-		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300},
+		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
 
 		Attachments: defaultAttachments(),
 
@@ -588,6 +592,9 @@ func (c *Config) Validate() error {
 	c.validateSchedules(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
+	}
+	if c.MCP.MaxTools < 1 || c.MCP.MaxTools > 1024 {
+		bad("mcp.max_tools", "%d: use 1 to 1024 tools a request (default 128)", c.MCP.MaxTools)
 	}
 	if c.MCP.ServeSend && !c.MCP.Serve {
 		bad("mcp.serve_send", "needs mcp.serve: true (send_message is a tool of the /mcp server)")

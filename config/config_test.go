@@ -86,6 +86,8 @@ func TestValidate(t *testing.T) {
 		{"port by name", func(c *Config) { c.Server.Addr = "127.0.0.1:http" }, "server.addr"},
 		{"no port", func(c *Config) { c.Server.Addr = "127.0.0.1:" }, "server.addr"},
 		{"small frames", func(c *Config) { c.Server.MaxMessageBytes = 10 }, "server.max_message_bytes"},
+		{"no mcp tools", func(c *Config) { c.MCP.MaxTools = 0 }, "mcp.max_tools"},
+		{"too many mcp tools", func(c *Config) { c.MCP.MaxTools = 5000 }, "mcp.max_tools"},
 		{"bad policy", func(c *Config) { c.Session.BusyPolicy = "drop" }, "session.busy_policy"},
 		{"bad fsync", func(c *Config) { c.Session.Fsync = "sometimes" }, "session.fsync"},
 		{"negative idle", func(c *Config) { c.Session.IdleTimeoutSec = -1 }, "session.idle_timeout_sec"},

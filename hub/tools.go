@@ -154,6 +154,9 @@ func HistoryTools(src HistorySource, turn string) []agent.Tool {
 				if err != nil {
 					return "", err
 				}
+				if res.Hits == nil {
+					res.Hits = []Hit{} // "hits":[] as GET /api/history/search answers, not null
+				}
 				return toolJSON(res)
 			},
 		},

@@ -47,6 +47,10 @@ type ServerState struct {
 	State string   `json:"state"` // starting, ready, failed, stopped
 	Error string   `json:"error,omitempty"`
 	Tools []string `json:"tools"`
+	// Skipped lists tools the server offers that the model is not given,
+	// and why (at most 20; SkippedCount counts them all).
+	Skipped      []SkippedTool `json:"skipped,omitempty"`
+	SkippedCount int           `json:"skipped_count,omitempty"`
 	// Restarts counts the sessions that ended since frontdesk started
 	// (a crash, a hang, a lost connection).
 	Restarts int `json:"restarts"`
@@ -59,9 +63,22 @@ type ServerState struct {
 // never stops because of it. Run owns the connections; Tools and States
 // may be called from any goroutine.
 type Manager struct {
+	// MaxTools is mcp.max_tools: the most tools one request may carry, of
+	// which Builtin are frontdesk's own (history, schedules); Tools hands
+	// out the rest in the servers' order. Set both before Run. Default
+	// DefaultMaxTools and 0.
+	MaxTools, Builtin int
+	// StopGrace is how long a stdio server gets to exit after its stdin
+	// closes, and again after SIGTERM, before it is killed. Default
+	// DefaultStopGrace.
+	StopGrace time.Duration
+
 	clients []*client
 	logger  *slog.Logger
 	version string
+
+	mu           sync.Mutex // guards lastOverflow
+	lastOverflow string     // the tools last logged as over MaxTools
 }
 
 // NewManager returns a Manager for servers; Run starts them.
@@ -91,25 +108,70 @@ func (m *Manager) Run(ctx context.Context) {
 }
 
 // Tools returns the tools of the servers that are ready now, named
-// <server>__<tool>.
+// <server>__<tool>, at most MaxTools-Builtin of them. The ones over it are
+// logged once (again only when they change) and listed in States.
 func (m *Manager) Tools() []agent.Tool {
-	var out []agent.Tool
+	var out, over []agent.Tool
+	left := m.maxTools() - m.Builtin
 	for _, c := range m.clients {
-		out = append(out, c.agentTools()...)
+		tools := c.agentTools()
+		n := min(len(tools), max(left, 0))
+		left -= n
+		out, over = append(out, tools[:n]...), append(over, tools[n:]...)
 	}
+	m.logOverflow(over)
 	return out
+}
+
+// maxTools is MaxTools or its default.
+func (m *Manager) maxTools() int {
+	if m.MaxTools > 0 {
+		return m.MaxTools
+	}
+	return DefaultMaxTools
+}
+
+// logOverflow logs the tools over MaxTools when they differ from the last
+// ones logged.
+func (m *Manager) logOverflow(over []agent.Tool) {
+	names := make([]string, len(over))
+	for i, t := range over {
+		names[i] = t.Name
+	}
+	key := strings.Join(names, ",")
+	m.mu.Lock()
+	changed := key != m.lastOverflow
+	m.lastOverflow = key
+	m.mu.Unlock()
+	if changed && len(over) > 0 {
+		m.logger.Warn("mcp tools over mcp.max_tools are left out of every request", "max_tools", m.maxTools(), "count", len(over),
+			"tools", strings.Join(names[:min(len(names), 10)], ", "))
+	}
 }
 
 // States reports every server's state.
 func (m *Manager) States() []ServerState {
 	out := make([]ServerState, 0, len(m.clients))
+	left := m.maxTools() - m.Builtin
 	for _, c := range m.clients {
 		c.mu.Lock()
 		st := ServerState{Name: c.cfg.Name, State: c.state, Error: c.err, Tools: []string{}, Restarts: c.restarts}
-		for _, t := range c.tools {
-			st.Tools = append(st.Tools, t.Name)
+		skipped := slices.Clone(c.skipped)
+		n := len(c.tools)
+		if c.session != nil {
+			n = min(n, max(left, 0))
+			left -= n
+		}
+		for i, t := range c.tools {
+			if i < n {
+				st.Tools = append(st.Tools, t.Name)
+			} else {
+				skipped = append(skipped, SkippedTool{Name: t.Name, Reason: fmt.Sprintf(reasonMaxTools, m.maxTools())})
+			}
 		}
 		c.mu.Unlock()
+		st.SkippedCount = len(skipped)
+		st.Skipped = skipped[:min(len(skipped), maxSkippedListed)]
 		out = append(out, st)
 	}
 	return out
@@ -122,15 +184,16 @@ func (m *Manager) Check(ctx context.Context) ([]string, error) {
 	var errs []error
 	for _, c := range m.clients {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		cs, kill, err := c.connect(cctx)
+		cs, p, err := c.connect(cctx)
 		if err == nil {
 			var tools []*sdk.Tool
 			tools, err = listTools(cctx, cs)
-			cs.Close()
-			kill()
+			c.stop(cs, p)
+			p.kill()
 			if err == nil {
 				var names []string
-				for _, t := range c.allowed(tools) {
+				kept, _ := c.offer(tools)
+				for _, t := range kept {
 					names = append(names, t.Name)
 				}
 				lines = append(lines, fmt.Sprintf("mcp server %s: reachable, tools: %s", c.cfg.Name, strings.Join(names, ", ")))
@@ -153,6 +216,7 @@ type client struct {
 	mu       sync.Mutex // guards the fields below
 	session  *sdk.ClientSession
 	tools    []*sdk.Tool
+	skipped  []SkippedTool // offered, but with names a backend refuses
 	state    string
 	err      string
 	restarts int
@@ -170,13 +234,13 @@ func (c *client) supervise(ctx context.Context) {
 	backoff := minBackoff
 	logged := false
 	for {
-		cs, kill, err := c.connect(ctx)
+		cs, p, err := c.connect(ctx)
 		var tools []*sdk.Tool
 		if err == nil {
 			tools, err = listTools(ctx, cs)
 			if err != nil {
-				cs.Close()
-				kill()
+				c.stop(cs, p)
+				p.kill()
 			}
 		}
 		if ctx.Err() != nil {
@@ -198,18 +262,21 @@ func (c *client) supervise(ctx context.Context) {
 			c.m.logger.Info("mcp server is back", "server", c.cfg.Name)
 		}
 		logged, backoff = false, minBackoff
-		c.set(cs, c.allowed(tools), "ready", "")
-		c.m.logger.Info("mcp server ready", "server", c.cfg.Name, "tools", len(c.allowed(tools)))
+		kept, skipped := c.offer(tools)
+		c.set(cs, kept, "ready", "")
+		c.setSkipped(skipped)
+		c.m.logger.Info("mcp server ready", "server", c.cfg.Name, "tools", len(kept))
+		c.logSkipped(skipped)
 		ended := make(chan error, 1)
 		go func() { ended <- cs.Wait() }()
 		select {
 		case <-ctx.Done():
-			cs.Close()
-			kill()
+			c.stop(cs, p)
+			p.kill() // what is left of the group
 			c.set(nil, nil, "stopped", "")
 			return
 		case err := <-ended:
-			kill()
+			p.kill()
 			msg := "the connection ended"
 			if err != nil {
 				msg = err.Error()
@@ -219,7 +286,7 @@ func (c *client) supervise(ctx context.Context) {
 			c.m.logger.Error("mcp server stopped; restarting", "server", c.cfg.Name, "err", msg)
 			logged = true
 		case <-c.restart:
-			kill() // first: a hung (or stopped) process would hold Close for seconds
+			p.kill() // first: a hung (or stopped) process would hold Close for seconds
 			cs.Close()
 			c.set(nil, nil, "failed", "a cancelled call did not stop")
 			c.ended()
@@ -245,9 +312,9 @@ func (c *client) set(cs *sdk.ClientSession, tools []*sdk.Tool, state, err string
 	c.session, c.tools, c.state, c.err = cs, tools, state, err
 }
 
-// connect starts or dials the server. kill ends a stdio server's whole
-// process group (a no-op for HTTP); call it after Close.
-func (c *client) connect(ctx context.Context) (*sdk.ClientSession, func(), error) {
+// connect starts or dials the server. p is a stdio server's process
+// group (nil for HTTP; its methods are no-ops then).
+func (c *client) connect(ctx context.Context) (cs *sdk.ClientSession, p *proc, err error) {
 	opts := &sdk.ClientOptions{
 		ToolListChangedHandler: func(ctx context.Context, req *sdk.ToolListChangedRequest) { c.refresh(ctx, req.Session) },
 	}
@@ -255,26 +322,26 @@ func (c *client) connect(ctx context.Context) (*sdk.ClientSession, func(), error
 	if c.cfg.URL != "" {
 		tr := &sdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &http.Client{Transport: headers{c.cfg.Headers}}}
 		cs, err := cl.Connect(ctx, tr, nil)
-		return cs, func() {}, err
+		return cs, nil, err
 	}
 	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
 	cmd.Env = c.cfg.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = &stderrLog{logger: c.m.logger, server: c.cfg.Name}
-	kill := func() {
-		if cmd.Process != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	}
-	cs, err := cl.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	// A process that left the group can hold stderr open: Wait gives up on
+	// the pipe this long after the server exited.
+	cmd.WaitDelay = 500 * time.Millisecond
+	p = &proc{cmd: cmd}
+	// The SDK's own TERM and KILL come after stop's (2 × StopGrace).
+	cs, err = cl.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
 	if err != nil {
-		kill()
+		p.kill()
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
 		return nil, nil, fmt.Errorf("start %s: %w", c.cfg.Command, err)
 	}
-	return cs, kill, nil
+	return cs, p, nil
 }
 
 // refresh lists the tools again after notifications/tools/list_changed.
@@ -284,10 +351,11 @@ func (c *client) refresh(ctx context.Context, cs *sdk.ClientSession) {
 		c.m.logger.Warn("mcp server's new tool list could not be read", "server", c.cfg.Name, "err", err)
 		return
 	}
+	kept, skipped := c.offer(tools)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.session == cs {
-		c.tools = c.allowed(tools)
+		c.tools, c.skipped = kept, skipped
 	}
 }
 
@@ -302,18 +370,10 @@ func listTools(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) 
 	return tools, nil
 }
 
-// allowed keeps the tools on the allowlist (all when there is none).
-func (c *client) allowed(tools []*sdk.Tool) []*sdk.Tool {
-	if len(c.cfg.Tools) == 0 {
-		return tools
-	}
-	var out []*sdk.Tool
-	for _, t := range tools {
-		if slices.Contains(c.cfg.Tools, t.Name) {
-			out = append(out, t)
-		}
-	}
-	return out
+func (c *client) setSkipped(skipped []SkippedTool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.skipped = skipped
 }
 
 // ToolSeparator joins a server's name and its tool's: files__read_file.

@@ -7,9 +7,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net/http"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -48,29 +45,3 @@ func NewServer(version string, tools []agent.Tool) *sdk.Server {
 	}
 	return s
 }
-
-// Handler serves s over the streamable HTTP transport. Authentication and
-// the Origin and Host checks happen in front of it (package web), as for
-// /api/*. It is stateless: every request stands alone, so a restart of
-// frontdesk never strands a client's session.
-func Handler(s *sdk.Server) http.Handler {
-	// The SDK's own localhost check is off: package web already admits only
-	// the configured Host names, which may include a reverse proxy's.
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
-		&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, DisableLocalhostProtection: true})
-}
-
-// ServeStdio serves s over stdio-style streams (newline-delimited JSON-RPC)
-// until the client closes in or ctx ends.
-func ServeStdio(ctx context.Context, s *sdk.Server, in io.Reader, out io.Writer) error {
-	err := s.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}})
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		return nil // the client went away, or we were asked to stop
-	}
-	return err
-}
-
-// nopCloser leaves closing out to its owner (stdout is the process's).
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }

@@ -30,6 +30,12 @@ const token = "a-test-token-0123456789"
 // as main wires them.
 func server(t *testing.T, send bool) (*hub.SessionManager, string) {
 	t.Helper()
+	return serverWith(t, send, mcp.SendOptions{}, mcp.HTTPOptions{})
+}
+
+// serverWith is server with send_message's and /mcp's bounds.
+func serverWith(t *testing.T, send bool, so mcp.SendOptions, ho mcp.HTTPOptions) (*hub.SessionManager, string) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "chat_history.ndjson")
 	lg, err := history.Open(history.Options{Path: path, RotateMB: 5, Fsync: history.FsyncNever})
@@ -47,11 +53,11 @@ func server(t *testing.T, send bool) (*hub.SessionManager, string) {
 	go func() { defer close(done); go ix.Run(ctx); h.Run(ctx) }()
 	tools := hub.HistoryTools(h, "")
 	if send {
-		tools = append(tools, mcp.SendTool(h))
+		tools = append(tools, mcp.SendTool(h, so))
 	}
 	wsh := ws.New(h, ws.Options{})
 	srv := httptest.NewServer(web.Handler(h, web.Options{Addr: "127.0.0.1:0", Token: token, WS: wsh,
-		MCP: mcp.Handler(mcp.NewServer("test", tools))}))
+		MCP: mcp.Handler(mcp.NewServer("test", tools), ho)}))
 	t.Cleanup(func() {
 		cancel()
 		<-done

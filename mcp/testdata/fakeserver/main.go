@@ -9,6 +9,8 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -22,6 +24,8 @@ type text struct {
 func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	garbage := flag.Bool("garbage", false, "print a line that is not JSON-RPC on stdout first")
+	deaf := flag.Bool("deaf", false, "ignore SIGTERM and the end of stdin: only SIGKILL stops it")
+	pidFile := flag.String("pidfile", "", "write the process id to this file")
 	flag.Parse()
 	s := mcp.NewServer(&mcp.Implementation{Name: "fake", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
@@ -67,6 +71,19 @@ func main() {
 	if *httpAddr != "" {
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 		log.Fatal(http.ListenAndServe(*httpAddr, h))
+	}
+	if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *deaf {
+		signal.Ignore(syscall.SIGTERM)
+		defer func() {
+			for { // after stdin ends, hang on (a sleep, not select{}: no deadlock panic)
+				time.Sleep(time.Hour)
+			}
+		}()
 	}
 	if *garbage {
 		fmt.Println("this line is not JSON-RPC")
