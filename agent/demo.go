@@ -190,12 +190,12 @@ func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitt
 // turn was cancelled meanwhile).
 func callTool(ctx context.Context, turn string, t *Tool, args []byte, emit Emitter) (string, error) {
 	id := "call_" + turn + "_1"
-	emit(event.ToolCall, event.ToolCallData{ID: id, Name: t.Name, Args: args})
+	emit(event.ToolCall, event.ToolCallData{ID: id, Name: t.Name, Args: args, Server: t.Server})
 	out, err := t.Call(ctx, args)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	res := event.ToolResultData{ID: id, Name: t.Name, Output: out}
+	res := event.ToolResultData{ID: id, Name: t.Name, Output: out, Server: t.Server}
 	if err != nil {
 		res.Error = err.Error()
 	}

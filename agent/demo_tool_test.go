@@ -50,7 +50,7 @@ func TestDemoUsesNamedTool(t *testing.T) {
 	if len(evs) < 3 || evs[1].typ != event.ToolCall || evs[2].typ != event.ToolResult {
 		t.Fatalf("emitted %v, want status, tool_call, tool_result, …", evs)
 	}
-	if c := evs[1].data.(event.ToolCallData); c.Name != "everything__echo" || string(c.Args) != `{"message": "hi there"}` {
+	if c := evs[1].data.(event.ToolCallData); c.Name != "everything__echo" || c.Server != "everything" || string(c.Args) != `{"message": "hi there"}` {
 		t.Errorf("tool_call %+v", c)
 	}
 	if !strings.Contains(reply, "It answered: Echo: hi there") {
