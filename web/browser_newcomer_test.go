@@ -249,6 +249,7 @@ func TestBrowserDemoApprovalCard(t *testing.T) {
 		const li = document.querySelector('#log li.approval');
 		return li && li.querySelector('.approval-label').textContent === 'approval needed' &&
 			/old-notes\.txt/.test(li.querySelector('.tool-args').textContent) &&
+			document.querySelector('#log li.tool .tool-state').textContent === 'waiting for approval' &&
 			document.querySelector('#status-text').textContent === 'Waiting for approval to run files__delete — Approve or Deny below.'; })()`)
 	p.screenshot("approval-status")
 	p.do(chromedp.Click(chromedp.CSS("#log li.approval button.deny")))

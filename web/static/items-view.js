@@ -145,7 +145,7 @@ const views = {
     update(li, it) {
       li.querySelector('.tool-name').textContent = it.name || 'tool';
       const over = it.ended || it.historic; // its turn is over: a missing result will not come
-      const st = it.error ? 'failed' : it.output === null ? (over ? 'no result' : 'running…') : 'done';
+      const st = it.error ? 'failed' : it.output === null ? (over ? 'no result' : it.approval ? 'waiting for approval' : 'running…') : 'done';
       li.querySelector('.tool-state').textContent = st;
       li.classList.toggle('failed', !!it.error);
       let args = it.args;
