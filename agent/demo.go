@@ -23,21 +23,9 @@ var _ Agent = (*Demo)(nil)
 // Run implements Agent.
 func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error) {
 	emit(event.Status, event.TextData{Text: "thinking…"})
-	reply := DemoReply(req.Content, len(req.Context)/2) + DemoAttachments(req.Attachments)
-	if topic, ok := recallTopic(req.Content); ok {
-		r, err := d.recall(ctx, req, topic, emit)
-		if err != nil {
-			return Reply{}, err
-		}
-		reply = r
-	} else if rem, ok := parseReminder(req.Content); ok && req.Channel != event.ChannelSchedule {
-		r, err := d.remind(ctx, req, rem, emit)
-		if err != nil {
-			return Reply{}, err
-		}
-		reply = r
-	} else if req.Channel == event.ChannelSchedule {
-		reply = scheduledReply(req.Content)
+	reply, err := d.answer(ctx, req, emit)
+	if err != nil {
+		return Reply{}, err
 	}
 	words := strings.SplitAfter(reply, " ")
 	var t *time.Timer
@@ -62,6 +50,28 @@ func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error
 	return Reply{Content: reply}, nil
 }
 
+// answer is the reply to req: a tool called on request ("use <tool>
+// {args}"), a search of the history, a reminder scheduled, a fired
+// schedule acknowledged, or the input reflected back.
+func (d *Demo) answer(ctx context.Context, req Request, emit Emitter) (string, error) {
+	if u, ok := parseUse(req.Content); ok {
+		return d.use(ctx, req, u, emit)
+	}
+	if topic, ok := recallTopic(req.Content); ok {
+		return d.recall(ctx, req, topic, emit)
+	}
+	if req.Channel == event.ChannelSchedule {
+		return scheduledReply(req.Content), nil
+	}
+	if rem, ok := parseReminder(req.Content); ok {
+		return d.remind(ctx, req, rem, emit)
+	}
+	if strings.TrimSpace(req.Content) == "" && len(req.Attachments) > 0 {
+		return DemoFilesReply(req.Attachments, len(req.Context)/2), nil
+	}
+	return DemoReply(req.Content, len(req.Context)/2) + DemoAttachments(req.Attachments), nil
+}
+
 // DemoReply is the demo agent's answer to content, given how many earlier
 // exchanges it remembers. It is deterministic and at least 20 words long.
 func DemoReply(content string, remembered int) string {
@@ -77,6 +87,17 @@ func DemoReply(content string, remembered int) string {
 		quote, n, plural(n, "word", "words"), remembered, plural(remembered, "exchange", "exchanges"))
 }
 
+// DemoFilesReply answers a message of files and no text: what it got.
+func DemoFilesReply(atts []event.Attachment, remembered int) string {
+	descs := make([]string, len(atts))
+	for i, a := range atts {
+		descs[i] = a.Describe()
+	}
+	return fmt.Sprintf("You sent %d %s and no text: %s. I am the frontdesk demo assistant: I run offline without a language model, so I can only list them. "+
+		"I remember %d earlier %s in this conversation. Set agent.backend in config.yaml to use a real model.",
+		len(atts), plural(len(atts), "file", "files"), strings.Join(descs, ", "), remembered, plural(remembered, "exchange", "exchanges"))
+}
+
 // DemoAttachments is what the demo agent says about the files it was
 // given: each one's name, type and size, in order; "" for none.
 func DemoAttachments(atts []event.Attachment) string {
@@ -89,6 +110,10 @@ func DemoAttachments(atts []event.Attachment) string {
 	}
 	return fmt.Sprintf(" You attached %d %s: %s.", len(atts), plural(len(atts), "file", "files"), strings.Join(descs, ", "))
 }
+
+// TimeFormat is how the demo writes a time: in the server's zone, by its
+// name, as the terminal and the reminders do ("Mon 2 Jan 15:04 CET").
+const TimeFormat = "Mon 2 Jan 15:04 MST"
 
 func plural(n int, one, many string) string {
 	if n == 1 {
@@ -149,7 +174,7 @@ func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitt
 		}
 		// The search marks matched words «like this»; a reply reads better without.
 		snippet := strings.NewReplacer("«", "", "»", "").Replace(h.Snippet)
-		lines = append(lines, fmt.Sprintf("on %s you said: “%s”", h.TS.UTC().Format("2 Jan 15:04"), snippet))
+		lines = append(lines, fmt.Sprintf("on %s you said: “%s”", h.TS.Local().Format(TimeFormat), snippet))
 	}
 	if len(lines) == 0 {
 		return fmt.Sprintf("I searched our whole history for “%s” and found nothing you said about it.", topic), nil
@@ -165,12 +190,12 @@ func (d *Demo) recall(ctx context.Context, req Request, topic string, emit Emitt
 // turn was cancelled meanwhile).
 func callTool(ctx context.Context, turn string, t *Tool, args []byte, emit Emitter) (string, error) {
 	id := "call_" + turn + "_1"
-	emit(event.ToolCall, event.ToolCallData{ID: id, Name: t.Name, Args: args})
+	emit(event.ToolCall, event.ToolCallData{ID: id, Name: t.Name, Args: args, Server: t.Server})
 	out, err := t.Call(ctx, args)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	res := event.ToolResultData{ID: id, Name: t.Name, Output: out}
+	res := event.ToolResultData{ID: id, Name: t.Name, Output: out, Server: t.Server}
 	if err != nil {
 		res.Error = err.Error()
 	}

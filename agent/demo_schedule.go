@@ -80,7 +80,7 @@ func wallClock(rfc3339, tz string) string {
 	if loc, err := time.LoadLocation(tz); err == nil {
 		t = t.In(loc)
 	}
-	return t.Format("Mon 2 Jan 15:04 MST")
+	return t.Format(TimeFormat)
 }
 
 // scheduledReply answers an input a schedule fired.

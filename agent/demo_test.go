@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 )
@@ -80,4 +81,41 @@ func TestDemoRecallWithoutHitsOrTool(t *testing.T) {
 	if reply, _ := runDemo(t, Request{Content: "what did I say about dragons"}); !strings.Contains(reply, "cannot look back") {
 		t.Errorf("no tool: %q", reply)
 	}
+}
+
+// A message of files and no text is answered with what it carried, not
+// "You said “” (0 words)".
+func TestDemoFilesOnly(t *testing.T) {
+	atts := []event.Attachment{{SHA256: strings.Repeat("a", 64), Name: "chart.png", Type: "image/png", Size: 2048},
+		{SHA256: strings.Repeat("b", 64), Name: "notes.pdf", Type: "application/pdf", Size: 48213}}
+	reply, _ := runDemo(t, Request{Content: " \n", Attachments: atts})
+	if strings.Contains(reply, "You said") || strings.Contains(reply, "0 words") ||
+		!strings.HasPrefix(reply, `You sent 2 files and no text: "chart.png" (image/png, 2.0 KiB)`) || !strings.Contains(reply, "notes.pdf") {
+		t.Errorf("files-only reply %q", reply)
+	}
+}
+
+// The recall reply gives the time in the server's zone, by name.
+func TestDemoRecallLocalTime(t *testing.T) {
+	inZone(t, "America/New_York")
+	search := Tool{Name: "history_search", Call: func(context.Context, json.RawMessage) (string, error) {
+		return `{"hits":[{"seq":4,"ts":"2026-11-21T09:29:00Z","type":"user","turn":"t4","snippet":"my cat is called Miso"}]}`, nil
+	}}
+	reply, _ := runDemo(t, Request{Turn: "t9", Content: "what did I say about my cat?", Tools: []Tool{search}})
+	if !strings.Contains(reply, "on Sat 21 Nov 04:29 EST you said") {
+		t.Errorf("reply %q", reply)
+	}
+}
+
+// inZone makes zone the local time zone for the test (the package's tests
+// do not run in parallel).
+func inZone(t *testing.T, zone string) {
+	t.Helper()
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Skipf("no zone data for %s: %v", zone, err)
+	}
+	old := time.Local
+	time.Local = loc
+	t.Cleanup(func() { time.Local = old })
 }

@@ -377,7 +377,7 @@ func TestMessagesWithAttachments(t *testing.T) {
 	end := p.until(event.Assistant)
 	var ad event.AssistantData
 	end.Decode(&ad)
-	if !strings.Contains(ad.Content, `You attached 1 file: "chart.png" (image/png, `) {
+	if !strings.Contains(ad.Content, `You sent 1 file and no text: "chart.png" (image/png, `) {
 		t.Errorf("demo reply %q does not describe the attachment", ad.Content)
 	}
 	p.until(event.TurnEnd)

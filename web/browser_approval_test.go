@@ -38,7 +38,7 @@ func TestBrowserApproval(t *testing.T) {
 	for _, p := range []*tab{a, b} {
 		p.wait("approved by web, buttons gone", `(() => {
 			const li = document.querySelector('#log li.approval');
-			return li.classList.contains('decided') && li.querySelector('.approval-state').textContent === 'approved by web' &&
+			return li.classList.contains('decided') && li.querySelector('.approval-label').textContent === 'approved' && li.querySelector('.approval-state').textContent === 'by web' &&
 				li.querySelector('.approval-buttons').hidden;
 		})()`)
 		p.wait("the reply", `[...document.querySelectorAll('#log li.msg.assistant')].some((e) => e.textContent.includes('done'))`)

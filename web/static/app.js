@@ -147,12 +147,16 @@ el.pending.addEventListener('click', (e) => {
 
 
 const typing = (t) => t instanceof Element && (t.closest('input, textarea, select, [contenteditable=""], [contenteditable="true"]') !== null);
+// `/` opens the search when you are not writing: focus outside every text
+// field, or in the composer while it is empty (it has focus from the start).
+// Once the composer holds text, `/` is just a character.
+const slashSearches = (t) => !typing(t) || (t === el.input && el.input.value === '');
 document.addEventListener('keydown', (e) => {
   if (e.defaultPrevented || e.isComposing || el.resetDialog.open) return;
   if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && (e.key === 'k' || e.key === 'K')) {
     e.preventDefault();
     openSearch();
-  } else if (e.key === '/' && !e.ctrlKey && !e.metaKey && !e.altKey && !typing(e.target)) {
+  } else if (e.key === '/' && !e.ctrlKey && !e.metaKey && !e.altKey && slashSearches(e.target)) {
     e.preventDefault();
     openSearch();
   } else if (e.key === 'Escape' && state.search.open && !el.search.contains(e.target)) {

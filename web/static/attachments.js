@@ -75,30 +75,30 @@ function request(s, req) {
   s.requests.push(req);
 }
 
-// add puts the picked files in the tray and asks for their uploads, all or
-// none: a batch that would go over a limit is refused whole, with a
-// sentence, so nothing half of a selection is sent.
+// add puts the picked files in the tray and asks for their uploads. A file
+// that cannot go (over attachments.max_bytes, or empty) is refused with a
+// sentence that names it and why; the others of the same selection are
+// attached. A selection that would take the tray over the count limit is
+// refused whole: which of them to leave out is the person's choice.
 function add(s, files) {
   const tray = s.tray;
   const list = Array.from(files || []);
   if (!list.length) return;
-  if (tray.items.length + list.length > tray.maxPerMessage) {
+  const refused = [];
+  const ok = [];
+  for (const f of list) {
+    const name = '“' + (f.name || 'file') + '”';
+    if (f.size > tray.maxBytes) refused.push(name + ' is ' + formatSize(f.size) + ': files may be at most ' + formatSize(tray.maxBytes) + '.');
+    else if (f.size === 0) refused.push(name + ' is empty.');
+    else ok.push(f);
+  }
+  if (tray.items.length + ok.length > tray.maxPerMessage) {
     tray.error = 'A message may carry at most ' + tray.maxPerMessage + ' files' +
       (tray.items.length ? ' (' + tray.items.length + ' already attached).' : '.');
     return;
   }
-  const big = list.find((f) => f.size > tray.maxBytes);
-  if (big) {
-    tray.error = '“' + (big.name || 'file') + '” is ' + formatSize(big.size) + ': files may be at most ' + formatSize(tray.maxBytes) + '.';
-    return;
-  }
-  const empty = list.find((f) => f.size === 0);
-  if (empty) {
-    tray.error = '“' + (empty.name || 'file') + '” is empty.';
-    return;
-  }
-  tray.error = '';
-  for (const f of list) {
+  tray.error = refused.length ? refused.join(' ') + (ok.length ? ' ' + (ok.length === 1 ? 'The other file is' : 'The other files are') + ' attached.' : '') : '';
+  for (const f of ok) {
     const t = { id: 'f' + ++tray.serial, name: String(f.name || 'pasted'), size: f.size, type: String(f.type || ''), file: f,
       state: 'uploading', loaded: 0, error: '', att: null, rev: 1 };
     tray.items.push(t);

@@ -451,8 +451,23 @@ function statusLine(s) {
   if (!isBusy(s)) return null;
   if (s.phase !== 'live') return { kind: 'offline', text: 'The reply goes on at the server; it shows here once the connection is back.' };
   if (s.cancelRequested) return { kind: 'cancelling', text: 'Cancelling the reply…' };
+  // A tool call waiting for a yes or no: the turn waits for a person, not
+  // for the model, whatever the backend's last status said.
+  const ask = waitingApproval(s);
+  if (ask) return { kind: 'approval', text: 'Waiting for approval to run ' + ask.tool + ' — Approve or Deny below.' };
   const who = whoseTurn(s);
   return { kind: 'working', text: (who ? 'Replying to ' + who : 'Replying') + (s.status ? ' · ' + s.status : '…') };
+}
+
+// waitingApproval is the last approval of the running turn that has no
+// answer yet (null: none).
+function waitingApproval(s) {
+  const t = s.openTurns[s.openTurns.length - 1];
+  for (let i = s.items.length - 1; i >= 0 && i >= s.items.length - 200; i--) {
+    const it = s.items[i];
+    if (it.kind === 'approval' && !it.decision && (t === UNKNOWN_TURN || it.turn === t)) return it;
+  }
+  return null;
 }
 
 // reconnectDelay is how long the shell waits before its next try, in ms:

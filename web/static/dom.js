@@ -37,11 +37,25 @@ function timeEl(ts) {
   return t;
 }
 
+// One way to write a time, the terminal's and the reminders': 24-hour
+// "15:04" in a message, and in full with the zone's name — "Mon 23 Nov
+// 15:04 CET" — where the day or the zone matters (a title, a schedule).
+const clock = (d) => d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+function zoneName(d) {
+  const z = new Intl.DateTimeFormat([], { timeZoneName: 'short' }).formatToParts(d).find((p) => p.type === 'timeZoneName');
+  return z ? z.value : '';
+}
+function fullTime(d) {
+  const day = d.toLocaleDateString([], { weekday: 'short' }) + ' ' + d.getDate() + ' ' + d.toLocaleDateString([], { month: 'short' }) +
+    (d.getFullYear() !== new Date().getFullYear() ? ' ' + d.getFullYear() : '');
+  return (day + ' ' + clock(d) + ' ' + zoneName(d)).trim();
+}
+
 // setTime writes ts into a <time>; no ts (a reply still streaming) leaves "…".
 function setTime(t, ts) {
   const d = ts ? timeOf(ts) : null;
-  t.textContent = d ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '…';
-  if (d) { t.dateTime = d.toISOString(); t.title = d.toLocaleString(); } else { t.removeAttribute('datetime'); t.title = ''; }
+  t.textContent = d ? clock(d) : '…';
+  if (d) { t.dateTime = d.toISOString(); t.title = fullTime(d); } else { t.removeAttribute('datetime'); t.title = ''; }
 }
 
 // Days in local time: a key to compare, and the words for a divider or a search hit.
@@ -68,11 +82,11 @@ function relDay(d, short) {
 }
 function whenLabel(ts) {
   const d = timeOf(ts);
-  return d ? relDay(d, true) + ', ' + d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) : '';
+  return d ? relDay(d, true) + ', ' + clock(d) : '';
 }
 
 function clip(s, n) {
   return s.length > n ? s.slice(0, n) + '\n… (' + (s.length - n) + ' more characters)' : s;
 }
 
-export { el, h, timeOf, timeEl, setTime, dayKeyOf, dayKey, relDay, whenLabel, clip };
+export { el, h, timeOf, timeEl, setTime, fullTime, dayKeyOf, dayKey, relDay, whenLabel, clip };

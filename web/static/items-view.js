@@ -6,7 +6,7 @@
 
 import * as Core from './core.js';
 import { state, dispatch } from './shell.js';
-import { h, timeOf, timeEl, setTime, relDay, clip } from './dom.js';
+import { h, timeOf, timeEl, setTime, fullTime, relDay, clip } from './dom.js';
 import { attachmentsNode } from './attach-view.js';
 
 // ── Markdown tree → DOM ──
@@ -145,7 +145,7 @@ const views = {
     update(li, it) {
       li.querySelector('.tool-name').textContent = it.name || 'tool';
       const over = it.ended || it.historic; // its turn is over: a missing result will not come
-      const st = it.error ? 'failed' : it.output === null ? (over ? 'no result' : 'running…') : 'done';
+      const st = it.error ? 'failed' : it.output === null ? (over ? 'no result' : it.approval ? 'waiting for approval' : 'running…') : 'done';
       li.querySelector('.tool-state').textContent = st;
       li.classList.toggle('failed', !!it.error);
       let args = it.args;
@@ -178,8 +178,11 @@ const views = {
       if (args !== null && typeof args !== 'string') { try { args = JSON.stringify(args, null, 2); } catch { args = String(args); } }
       li.querySelector('.tool-args').textContent = clip(String(args ?? ''), 4000);
       const decided = !!it.decision;
-      li.querySelector('.approval-state').textContent = decided
-        ? (it.decision === 'approve' ? 'approved' : 'denied') + ' by ' + it.by
+      // Once answered the card says what became of the call, not that it
+      // still needs an answer.
+      li.querySelector('.approval-label').textContent = !decided ? 'approval needed'
+        : it.decision === 'approve' ? 'approved' : 'denied';
+      li.querySelector('.approval-state').textContent = decided ? decidedBy(it.by)
         : it.sent ? 'sending your answer…' : 'waiting for an answer';
       li.classList.toggle('decided', decided);
       li.classList.toggle('denied', it.decision === 'deny');
@@ -202,7 +205,7 @@ const views = {
       const li = h('li', 'divider reset');
       li.append(h('span', 'divider-text', it.text));
       const d = timeOf(it.ts);
-      if (d) li.title = 'Reset on ' + d.toLocaleString();
+      if (d) li.title = 'Reset on ' + fullTime(d);
       return li;
     },
     update() {},
@@ -219,6 +222,18 @@ const views = {
     },
   },
 };
+
+// decidedBy says who answered an approval: a door, or what answered for
+// nobody (hub/approval.go: timeout, cancel, shutdown, restart).
+function decidedBy(by) {
+  switch (by) {
+    case 'timeout': return 'nobody answered in time';
+    case 'cancel': return 'the reply was cancelled';
+    case 'shutdown': return 'the server stopped';
+    case 'restart': return 'the server restarted';
+    default: return 'by ' + (by || 'unknown');
+  }
+}
 
 const PENDING_LABEL = {
   waiting: 'waiting for the connection…',

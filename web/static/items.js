@@ -151,12 +151,16 @@ function addItem(s, v, ev, historic) {
       const key = 'ap:' + d.id;
       const a = v.byKey.get(key) || newItem(s, v, 'approval', key, { seq, turn: ev.turn, ts: ev.ts, decision: '', by: '', sent: '' });
       Object.assign(a, { id: String(d.id ?? ''), tool: String(d.tool ?? 'tool'), server: String(d.server ?? ''), args: d.args });
+      const call = runningCall(v, ev.turn, a.tool);
+      if (call) { call.approval = a.id; touch(call); } // it waits for a person, it does not run yet
       return touch(a);
     }
     case 'approval_result': {
       const a = v.byKey.get('ap:' + d.id);
       if (!a) return null; // its request is in an older page
       Object.assign(a, { decision: String(d.decision ?? ''), by: String(d.by ?? '') });
+      const call = runningCall(v, ev.turn, a.tool);
+      if (call && call.approval === a.id) { call.approval = ''; touch(call); }
       return touch(a);
     }
     case 'notice':
@@ -168,6 +172,16 @@ function addItem(s, v, ev, historic) {
     default:
       return null; // status, and unknown types (a newer server must not break us)
   }
+}
+
+// runningCall is the last call of tool in turn without a result, among
+// the last items of view v (null: none).
+function runningCall(v, turn, tool) {
+  for (let i = v.items.length - 1; i >= 0 && i >= v.items.length - 200; i--) {
+    const it = v.items[i];
+    if (it.kind === 'tool' && it.turn === turn && it.name === tool && it.output === null) return it;
+  }
+  return null;
 }
 
 // queuedUser finds the user item of turn among the last items of view v.

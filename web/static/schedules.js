@@ -9,10 +9,19 @@
 // its own module script after app.js, whose render hook it wraps.
 // Every server string goes through textContent (h()).
 
-import { el, h, whenLabel } from './dom.js';
+import { el, h, whenLabel, fullTime } from './dom.js';
 import { state, hooks, apiGet, getToken } from './shell.js';
 
-const button = h('button', 'small', 'Scheduled');
+// A clock and the word, like Search: on a phone only the clock and the count show.
+const button = h('button', 'small icon-btn');
+const svg = (tag, attrs) => {
+  const n = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+  return n;
+};
+const clock = svg('svg', { class: 'icon', viewBox: '0 0 20 20', 'aria-hidden': 'true', focusable: 'false' });
+clock.append(svg('circle', { cx: '10', cy: '10', r: '7' }), svg('path', { d: 'M10 6v4l2.5 2.5' }));
+button.append(clock, h('span', 'btn-label', 'Scheduled'));
 button.id = 'schedules-open';
 button.type = 'button';
 button.title = 'Reminders and recurring tasks';
@@ -70,7 +79,7 @@ async function refresh() {
 }
 
 function paint() {
-  count.textContent = (items.length ? ' · ' + items.length : '') + (damaged ? ' ⚠' : '');
+  count.replaceChildren(...(items.length ? [h('span', 'sched-sep', ' · '), String(items.length)] : []), damaged ? ' ⚠' : '');
   // Said until the next start: the file kept aside is the operator's to look at.
   warning.hidden = !damaged;
   warning.textContent = damaged ? '⚠ ' + damaged.message + '.' : '';
@@ -88,7 +97,7 @@ function paint() {
     if (s.notify && s.notify !== 'none') meta.push('notify: ' + s.notify);
     meta.push('by ' + s.created_by);
     const m = h('p', 'sched-meta', meta.join(' · '));
-    if (s.next_run) m.title = new Date(s.next_run).toLocaleString();
+    if (s.next_run) m.title = fullTime(new Date(s.next_run));
     li.append(m);
     const cancel = h('button', 'small danger', 'Cancel');
     cancel.type = 'button';

@@ -29,6 +29,7 @@ document.addEventListener('visibilitychange', () => { if (!document.hidden) rend
 
 const fromBottom = () => el.main.scrollHeight - el.main.scrollTop - el.main.clientHeight;
 const nearBottom = () => fromBottom() < 80;
+const nearBottomNow = () => fromBottom() < 1;
 // Half a screen or more above the newest message: "↓ Latest" is offered.
 const farFromBottom = () => fromBottom() > el.main.clientHeight / 2;
 
@@ -53,7 +54,18 @@ function followResize() {
 }
 sizeChanged();
 window.addEventListener('resize', followResize);
-if ('ResizeObserver' in window) new ResizeObserver(followResize).observe(el.main);
+if ('ResizeObserver' in window) {
+  new ResizeObserver(followResize).observe(el.main);
+  // The conversation grows after it was rendered when an image arrives (a
+  // thumbnail's size is known only once it has loaded): while following,
+  // stay at the bottom — without this a page opened on a message with an
+  // image stopped a thumbnail's height above the end.
+  const grew = new ResizeObserver(() => {
+    if (atBottom && !state.archive && !nearBottomNow()) el.main.scrollTop = el.main.scrollHeight;
+  });
+  grew.observe(el.log);
+  grew.observe(el.pending);
+}
 
 function connectionView() {
   if (state.phase === 'live') return ['connected', 'connected'];
@@ -295,10 +307,13 @@ el.main.addEventListener('scroll', () => {
     return;
   }
   const t = el.main.scrollTop;
-  if (t < lastScrollTop - 1) wantOlder = true;
+  const up = t < lastScrollTop - 1;
+  if (up) wantOlder = true;
   else if (t > lastScrollTop + 1) wantNewer = true;
   lastScrollTop = t;
-  atBottom = !state.archive && nearBottom();
+  // Only a move up stops following: our own scroll to the bottom may land
+  // short when more grew meanwhile (a second image loaded before this event).
+  atBottom = !state.archive && (nearBottom() || (atBottom && !up));
   if (atBottom || state.archive) el.jump.hidden = true;
   else if (farFromBottom()) el.jump.hidden = false;
   autoLoad();

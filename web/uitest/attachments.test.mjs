@@ -17,12 +17,19 @@ const live = () => {
 const file = (name, size, type = 'image/png') => ({ name, size, type });
 const take = (s) => s.requests.splice(0);
 
-// 1. limits: a file over 20 MiB or an 11th file is refused at once, whole, with a sentence
+// 1. limits: a file over 20 MiB is refused at once with a sentence, the
+// others picked with it are attached; an 11th file refuses the selection whole
 let s = live();
 Core.reduce(s, { type: 'attach', files: [file('ok.png', 10), file('huge.mov', 21 << 20, 'video/quicktime')] });
-assert.strictEqual(s.tray.items.length, 0, 'nothing of a refused batch is attached');
+assert.deepStrictEqual(s.tray.items.map((t) => t.name), ['ok.png'], 'the small file of the selection is attached');
+assert.deepStrictEqual(take(s).map((r) => r.name), ['ok.png'], 'only the small one is uploaded');
+assert.strictEqual(s.tray.error, '“huge.mov” is 21 MiB: files may be at most 20 MiB. The other file is attached.');
+Core.reduce(s, { type: 'upload-remove', upload: s.tray.items[0].id });
+take(s);
+Core.reduce(s, { type: 'attach', files: [file('huge.mov', 21 << 20, 'video/quicktime'), file('empty.txt', 0, 'text/plain')] });
+assert.strictEqual(s.tray.items.length, 0);
 assert.strictEqual(take(s).length, 0, 'nothing is uploaded');
-assert.strictEqual(s.tray.error, '“huge.mov” is 21 MiB: files may be at most 20 MiB.');
+assert.strictEqual(s.tray.error, '“huge.mov” is 21 MiB: files may be at most 20 MiB. “empty.txt” is empty.');
 Core.reduce(s, { type: 'attach', files: Array.from({ length: 11 }, (_, i) => file('p' + i + '.png', 5)) });
 assert.strictEqual(s.tray.items.length, 0);
 assert.strictEqual(s.tray.error, 'A message may carry at most 10 files.');

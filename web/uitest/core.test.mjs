@@ -320,6 +320,10 @@ assert.deepStrictEqual(s.announce, ['Assistant: Done: see x\none']);
   frame(s, ev(12, 'approval_request', 't10', { id: 'a12', server: 'files', tool: 'files__delete', args: { path: '/x' } }));
   const a = s.byKey.get('ap:a12');
   assert.strictEqual(a.kind, 'approval');
+  // the turn waits for a person, not for the backend's "asking …"
+  frame(s, { type: 'status', turn: 't10', data: { text: 'asking gpt-4o…' } });
+  assert.deepStrictEqual(Core.statusLine(s), { kind: 'approval', text: 'Waiting for approval to run files__delete — Approve or Deny below.' });
+  assert.strictEqual(s.byKey.get('t:t10:c1').approval, 'a12', 'the call waits for approval, it is not running');
   assert.strictEqual(a.tool, 'files__delete');
   assert.strictEqual(a.decision, '');
   Core.reduce(s, { type: 'decide', id: 'a12', decision: 'approve' });
@@ -330,6 +334,8 @@ assert.deepStrictEqual(s.announce, ['Assistant: Done: see x\none']);
   frame(s, ev(13, 'approval_result', 't10', { id: 'a12', decision: 'deny', by: 'console' })); // another door was first
   assert.strictEqual(a.decision, 'deny');
   assert.strictEqual(a.by, 'console');
+  assert.strictEqual(s.byKey.get('t:t10:c1').approval, '', 'answered: no longer waiting');
+  assert.deepStrictEqual(Core.statusLine(s), { kind: 'working', text: 'Replying to web · asking gpt-4o…' }, 'answered: the reply goes on');
   Core.reduce(s, { type: 'decide', id: 'nope', decision: 'approve' });
   assert.strictEqual(s.outbox.length, 0, 'an unknown approval sends nothing');
 }
