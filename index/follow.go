@@ -51,7 +51,8 @@ type Follower struct {
 	target  atomic.Int64 // newest seq the hub has appended (or the log had at start)
 	covered atomic.Int64 // every event up to this seq that is on disk is indexed
 	indexed atomic.Int64 // newest seq in the index
-	damaged atomic.Bool  // a search found the index damaged
+	checked atomic.Bool  // the index passed Check since it was opened (or was made new)
+	damaged atomic.Bool  // a search found the index damaged: searches skip it until the rebuild
 
 	pmu        sync.Mutex
 	progressed chan struct{} // closed and replaced whenever covered moves
@@ -66,7 +67,8 @@ const searchWait = time.Second
 
 // NewFollower opens the index at opts.Path (rebuilding one that is
 // damaged, from another version, or ahead of the log) and returns its
-// Follower. Call Run to start following.
+// Follower. Call Run to start following: it first checks the whole file
+// for damage (Index.Check), in the background.
 func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -96,6 +98,7 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 		return nil, err
 	}
 	f.ix = ix
+	f.checked.Store(ix.fresh)
 	f.indexed.Store(last)
 	f.covered.Store(last)
 	f.target.Store(opts.LogSeq)
@@ -149,9 +152,14 @@ func (f *Follower) Run(ctx context.Context) error {
 	retry.Stop()
 	for {
 		var err error
-		if f.damaged.Swap(false) {
+		switch {
+		case f.damaged.Load():
 			err = ErrCorrupt
-		} else {
+		case !f.checked.Load():
+			if err = f.check(ctx); err == nil {
+				err = f.catchUp(ctx)
+			}
+		default:
 			err = f.catchUp(ctx)
 		}
 		if err == nil && memDirty {
@@ -230,10 +238,32 @@ func (f *Follower) catchUp(ctx context.Context) error {
 		f.opts.Logger.Info("search index caught up", "events", docs, "took", time.Since(start).Round(time.Millisecond))
 	}
 	f.covered.Store(max(f.covered.Load(), target))
+	f.signal()
+	return nil
+}
+
+// signal wakes the searches waiting for the index to catch up or pass
+// its check.
+func (f *Follower) signal() {
 	f.pmu.Lock()
 	close(f.progressed)
 	f.progressed = make(chan struct{})
 	f.pmu.Unlock()
+}
+
+// check runs Index.Check on the index as opened, once: until it passes,
+// searches answer marked as indexing (Progress.Checking).
+func (f *Follower) check(ctx context.Context) error {
+	start := time.Now()
+	f.mu.RLock()
+	err := f.ix.Check(ctx)
+	f.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	f.opts.Logger.Debug("search index checked", "took", time.Since(start).Round(time.Millisecond))
+	f.checked.Store(true)
+	f.signal()
 	return nil
 }
 
@@ -248,25 +278,29 @@ func (f *Follower) syncMemory(ctx context.Context) error {
 	return f.ix.UpdateMemory(ctx, docs)
 }
 
-// rebuild replaces a damaged index with an empty one; the next catch-up
-// fills it.
+// rebuild sets a damaged index aside and puts an empty one in its place;
+// the next catch-up fills it. Searches answer from the new index, marked
+// as indexing, while it fills.
 func (f *Follower) rebuild() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ix.Close()
-	if err := Remove(f.opts.Path); err != nil {
-		return err
+	aside, err := SetAside(f.opts.Path, time.Now())
+	if err == nil {
+		f.opts.Logger.Warn("the damaged search index is kept aside", "path", aside)
+		f.ix, _, err = Open(f.opts.Path)
 	}
-	ix, _, err := Open(f.opts.Path)
 	if err != nil {
-		// Keep a usable value: searches fail until the next try.
+		// Keep a usable value: searches answer from it (empty, marked
+		// as indexing) until the next try.
 		f.ix, _ = OpenMemory()
-		return err
 	}
-	f.ix = ix
+	// Whatever happens, the damaged file is no longer searched.
+	f.damaged.Store(false)
+	f.checked.Store(true)
 	f.indexed.Store(0)
 	f.covered.Store(0)
-	return nil
+	return err
 }
 
 // Progress says how far the index has got.
@@ -275,49 +309,78 @@ func (f *Follower) Progress() Progress {
 }
 
 // Search runs query over the index. If the index has not yet caught up
-// with the newest append it waits up to a second for it, then answers from
-// what it has and says so in Result.Indexing.
+// with the newest append (or passed its check after opening) it waits up
+// to a second for it, then answers from what it has and says so in
+// Result.Indexing. A search that finds the index damaged is not an error:
+// it answers with no hits, marked as indexing from seq 0, and has Run
+// rebuild the index, so a damaged index never fails a search.
 func (f *Follower) Search(ctx context.Context, query string, opts Options) (Result, error) {
 	q, err := ParseQuery(query)
 	if err != nil {
 		return Result{}, err
 	}
 	want := f.target.Load()
-	if f.covered.Load() < want {
-		t := time.NewTimer(searchWait)
-		defer t.Stop()
-	wait:
-		for f.covered.Load() < want {
-			f.pmu.Lock()
-			ch := f.progressed
-			f.pmu.Unlock()
-			if f.covered.Load() >= want {
-				break
-			}
-			select {
-			case <-ch:
-			case <-t.C:
-				break wait
-			case <-ctx.Done():
-				return Result{}, ctx.Err()
-			}
-		}
+	if err := f.await(ctx, want); err != nil {
+		return Result{}, err
 	}
 	// How far the index is, taken before the query: what it finds is at
 	// least that complete (catch-up may finish while it runs).
-	behind := f.covered.Load() < want
 	p := f.Progress()
+	p.Checking = !f.checked.Load()
+	behind := p.Checking || f.covered.Load() < want
+	if f.damaged.Load() {
+		return damagedResult(want), nil
+	}
 	f.mu.RLock()
 	res, err := f.ix.SearchQuery(ctx, q, opts)
 	f.mu.RUnlock()
 	if errors.Is(err, ErrCorrupt) {
-		f.damaged.Store(true)
-		f.NotifyMemory() // wakes Run, which rebuilds
+		if f.damaged.CompareAndSwap(false, true) {
+			f.opts.Logger.Warn("search index is damaged; searches answer empty, marked indexing, while it is rebuilt", "err", err)
+			select {
+			case f.wake <- struct{}{}: // Run rebuilds
+			default:
+			}
+		}
+		return damagedResult(want), nil
 	}
-	if behind {
+	if behind && err == nil {
 		res.Indexing = &p
 	}
 	return res, err
+}
+
+// damagedResult is the answer of a search while the index is known to be
+// damaged: nothing, and nothing indexed yet.
+func damagedResult(logSeq int64) Result {
+	return Result{Hits: []Hit{}, Mode: ModeAnd, Indexing: &Progress{LogSeq: logSeq}}
+}
+
+// await waits up to searchWait for the index to cover want and to have
+// passed its check.
+func (f *Follower) await(ctx context.Context, want int64) error {
+	ready := func() bool { return f.covered.Load() >= want && f.checked.Load() }
+	if ready() {
+		return nil
+	}
+	t := time.NewTimer(searchWait)
+	defer t.Stop()
+	for !ready() {
+		f.pmu.Lock()
+		ch := f.progressed
+		f.pmu.Unlock()
+		if ready() {
+			break
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Stats counts what the index holds.

@@ -1,0 +1,65 @@
+package index_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+)
+
+// TestDamagedMiddleIsFoundAtOpenAndRebuilt damages pages in the middle of
+// a built index, keeping its header (SQLite opens it as usual), and starts
+// a follower on it: the check after opening finds the damage, the file is
+// set aside, and the index is rebuilt from the log with every hit — no
+// search in between answers from the damaged file unmarked.
+func TestDamagedMiddleIsFoundAtOpenAndRebuilt(t *testing.T) {
+	t.Parallel() // independent: its own data directory
+	dir := t.TempDir()
+	c := newChatLog(t, dir, 5)
+	c.fill(450, func(int) string { return "lilies" })
+	path := filepath.Join(dir, index.FileName)
+	f, stop := follower(t, dir, c.seq, nil)
+	if res := caughtUp(t, f, "lilies"); len(res.Hits) != c.msgs {
+		t.Fatalf("%d hits before the damage, want %d", len(res.Hits), c.msgs)
+	}
+	stop() // closing checkpoints the WAL: every page is in search.db
+	testdisk.DamagePages(t, path, 4)
+
+	// The damage is real and Open alone does not see it.
+	ro, err := index.OpenReadOnly(path)
+	if err != nil {
+		t.Fatalf("the header was kept, yet: %v", err)
+	}
+	if err := ro.Check(context.Background()); !errors.Is(err, index.ErrCorrupt) {
+		t.Fatalf("Check on the damaged index: %v, want ErrCorrupt", err)
+	}
+	ro.Close()
+
+	var logs logBuf
+	f, _ = followerLog(t, dir, c.seq, nil, &logs)
+	for {
+		res, err := f.Search(context.Background(), "lilies", index.Options{Limit: 1000})
+		if err != nil {
+			t.Fatalf("search while rebuilding: %v", err)
+		}
+		if res.Indexing == nil {
+			if len(res.Hits) != c.msgs {
+				t.Fatalf("%d hits after the rebuild, want %d\n%s", len(res.Hits), c.msgs, logs.String())
+			}
+			break
+		}
+	}
+	// Found by the check, before any search could read the damage.
+	if !regexp.MustCompile(`msg="search index is damaged; rebuilding from the chat log" err=".*check index: `).MatchString(logs.String()) {
+		t.Errorf("no warning about the damage the check found in the log:\n%s", logs.String())
+	}
+	aside, _ := filepath.Glob(path + ".damaged-*")
+	if len(aside) != 1 || !strings.Contains(logs.String(), aside[0]) {
+		t.Errorf("damaged file kept aside as %v; log:\n%s", aside, logs.String())
+	}
+}
