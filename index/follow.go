@@ -52,7 +52,10 @@ type Follower struct {
 	covered atomic.Int64 // every event up to this seq that is on disk is indexed
 	indexed atomic.Int64 // newest seq in the index
 	checked atomic.Bool  // the index passed Check since it was opened (or was made new)
-	damaged atomic.Bool  // a search found the index damaged: searches skip it until the rebuild
+	damaged atomic.Bool  // the index is known damaged: searches skip it until Run rebuilds it
+
+	dmu    sync.Mutex
+	damage error // what found the damage, for the log
 
 	pmu        sync.Mutex
 	progressed chan struct{} // closed and replaced whenever covered moves
@@ -137,11 +140,17 @@ func (f *Follower) NotifyMemory() {
 	}
 }
 
-// Run follows the log until ctx ends, then closes the index. A damaged
-// index is rebuilt; other failures (a full disk) are logged once and
-// retried.
+// Run follows the log until ctx ends, then closes the index. It checks
+// an index it did not make for damage (beside the catch-up, see
+// startCheck). A damaged index is set aside and rebuilt; other failures
+// (a full disk) are logged once and retried.
 func (f *Follower) Run(ctx context.Context) error {
+	stopCheck := func() {}
+	if !f.checked.Load() {
+		stopCheck = f.startCheck(ctx)
+	}
 	defer func() {
+		stopCheck()
 		f.mu.Lock()
 		f.ix.Close()
 		f.mu.Unlock()
@@ -152,14 +161,11 @@ func (f *Follower) Run(ctx context.Context) error {
 	retry.Stop()
 	for {
 		var err error
-		switch {
-		case f.damaged.Load():
-			err = ErrCorrupt
-		case !f.checked.Load():
-			if err = f.check(ctx); err == nil {
-				err = f.catchUp(ctx)
-			}
-		default:
+		if f.damaged.Load() {
+			f.dmu.Lock()
+			err = f.damage
+			f.dmu.Unlock()
+		} else {
 			err = f.catchUp(ctx)
 		}
 		if err == nil && memDirty {
@@ -172,6 +178,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, ErrCorrupt):
 			f.opts.Logger.Warn("search index is damaged; rebuilding from the chat log", "err", err)
+			stopCheck() // the check reads the file being set aside
 			if err = f.rebuild(); err == nil {
 				memDirty = f.opts.Memory != nil
 				continue
@@ -195,6 +202,53 @@ func (f *Follower) Run(ctx context.Context) error {
 			memDirty = f.opts.Memory != nil
 		case <-retry.C:
 		}
+	}
+}
+
+// startCheck runs Index.Check on the index as opened, on a goroutine of
+// its own beside the catch-up: the check reads a snapshot of the file,
+// and takes seconds for a big index (BenchmarkIndexOpenCheck). Until it
+// passes, searches answer marked Progress.Checking; damage it finds is
+// rebuilt like damage a search finds. stop cancels it and waits for it.
+func (f *Follower) startCheck(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	f.mu.RLock()
+	ix := f.ix
+	f.mu.RUnlock()
+	go func() {
+		defer close(done)
+		start := time.Now()
+		err := ix.Check(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return // stopping, or the index is being replaced
+		case errors.Is(err, ErrCorrupt):
+			f.markDamaged(err)
+			return
+		case err != nil:
+			f.opts.Logger.Warn("search index could not be checked for damage", "err", err)
+		default:
+			f.opts.Logger.Info("search index checked for damage: sound", "took", time.Since(start).Round(time.Millisecond))
+		}
+		f.checked.Store(true)
+		f.signal()
+	}()
+	return func() { cancel(); <-done }
+}
+
+// markDamaged records that the index is damaged (err says how it was
+// found): searches stop reading it, and Run sets it aside and rebuilds.
+func (f *Follower) markDamaged(err error) {
+	f.dmu.Lock()
+	if f.damage == nil {
+		f.damage = err
+	}
+	f.dmu.Unlock()
+	f.damaged.Store(true)
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -251,22 +305,6 @@ func (f *Follower) signal() {
 	f.pmu.Unlock()
 }
 
-// check runs Index.Check on the index as opened, once: until it passes,
-// searches answer marked as indexing (Progress.Checking).
-func (f *Follower) check(ctx context.Context) error {
-	start := time.Now()
-	f.mu.RLock()
-	err := f.ix.Check(ctx)
-	f.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	f.opts.Logger.Debug("search index checked", "took", time.Since(start).Round(time.Millisecond))
-	f.checked.Store(true)
-	f.signal()
-	return nil
-}
-
 // syncMemory re-indexes long-term memory when it changed.
 func (f *Follower) syncMemory(ctx context.Context) error {
 	docs, err := f.opts.Memory()
@@ -296,6 +334,9 @@ func (f *Follower) rebuild() error {
 		f.ix, _ = OpenMemory()
 	}
 	// Whatever happens, the damaged file is no longer searched.
+	f.dmu.Lock()
+	f.damage = nil
+	f.dmu.Unlock()
 	f.damaged.Store(false)
 	f.checked.Store(true)
 	f.indexed.Store(0)
@@ -309,9 +350,9 @@ func (f *Follower) Progress() Progress {
 }
 
 // Search runs query over the index. If the index has not yet caught up
-// with the newest append (or passed its check after opening) it waits up
-// to a second for it, then answers from what it has and says so in
-// Result.Indexing. A search that finds the index damaged is not an error:
+// with the newest append it waits up to a second for it, then answers
+// from what it has and says so in Result.Indexing (which also says when
+// the index has not yet passed its check after opening). A search that finds the index damaged is not an error:
 // it answers with no hits, marked as indexing from seq 0, and has Run
 // rebuild the index, so a damaged index never fails a search.
 func (f *Follower) Search(ctx context.Context, query string, opts Options) (Result, error) {
@@ -335,13 +376,7 @@ func (f *Follower) Search(ctx context.Context, query string, opts Options) (Resu
 	res, err := f.ix.SearchQuery(ctx, q, opts)
 	f.mu.RUnlock()
 	if errors.Is(err, ErrCorrupt) {
-		if f.damaged.CompareAndSwap(false, true) {
-			f.opts.Logger.Warn("search index is damaged; searches answer empty, marked indexing, while it is rebuilt", "err", err)
-			select {
-			case f.wake <- struct{}{}: // Run rebuilds
-			default:
-			}
-		}
+		f.markDamaged(err)
 		return damagedResult(want), nil
 	}
 	if behind && err == nil {
@@ -356,10 +391,11 @@ func damagedResult(logSeq int64) Result {
 	return Result{Hits: []Hit{}, Mode: ModeAnd, Indexing: &Progress{LogSeq: logSeq}}
 }
 
-// await waits up to searchWait for the index to cover want and to have
-// passed its check.
+// await waits up to searchWait for the index to cover want. (It does not
+// wait for the check: that takes seconds for a big index, and the answer
+// says it is not done.)
 func (f *Follower) await(ctx context.Context, want int64) error {
-	ready := func() bool { return f.covered.Load() >= want && f.checked.Load() }
+	ready := func() bool { return f.covered.Load() >= want }
 	if ready() {
 		return nil
 	}
