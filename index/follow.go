@@ -140,15 +140,15 @@ func (f *Follower) NotifyMemory() {
 	}
 }
 
-// Run follows the log until ctx ends, then closes the index. It checks
-// an index it did not make for damage (beside the catch-up, see
-// startCheck). A damaged index is set aside and rebuilt; other failures
-// (a full disk) are logged once and retried.
+// Run follows the log until ctx ends, then closes the index. Once the
+// first catch-up is done it checks an index it did not make for damage,
+// beside what follows (see startCheck): the catch-up at start, which
+// makes the newest messages searchable, does not share the CPU with it.
+// A damaged index is set aside and rebuilt; other failures (a full disk)
+// are logged once and retried.
 func (f *Follower) Run(ctx context.Context) error {
 	stopCheck := func() {}
-	if !f.checked.Load() {
-		stopCheck = f.startCheck(ctx)
-	}
+	needCheck := !f.checked.Load()
 	defer func() {
 		stopCheck()
 		f.mu.Lock()
@@ -167,6 +167,12 @@ func (f *Follower) Run(ctx context.Context) error {
 			f.dmu.Unlock()
 		} else {
 			err = f.catchUp(ctx)
+		}
+		if needCheck && ctx.Err() == nil {
+			needCheck = false
+			if !f.checked.Load() && !f.damaged.Load() {
+				stopCheck = f.startCheck(ctx)
+			}
 		}
 		if err == nil && memDirty {
 			if err = f.syncMemory(ctx); err == nil {
@@ -206,8 +212,8 @@ func (f *Follower) Run(ctx context.Context) error {
 }
 
 // startCheck runs Index.Check on the index as opened, on a goroutine of
-// its own beside the catch-up: the check reads a snapshot of the file,
-// and takes seconds for a big index (BenchmarkIndexOpenCheck). Until it
+// its own beside the updates: the check reads a snapshot of the file, and
+// takes seconds for a big index (BenchmarkIndexOpenCheck). Until it
 // passes, searches answer marked Progress.Checking; damage it finds is
 // rebuilt like damage a search finds. stop cancels it and waits for it.
 func (f *Follower) startCheck(ctx context.Context) (stop func()) {
