@@ -126,38 +126,10 @@ func doBuild(b *testing.B, logPath string) (builtIndex, error) {
 	ix.Close()
 	head = nil
 
-	last := int64(benchcorpus.Events)
-	start = time.Now()
-	f, err := index.NewFollower(index.FollowerOptions{Path: bi.path, Log: r.Since, LogSeq: last, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return bi, err
-	}
-	fctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); f.Run(fctx) }()
-	defer func() { stop(); <-done }()
-	// Caught up when the index holds the log's newest seq; the check
-	// after opening (Progress.Checking) runs beside it and may end later.
-	for bi.catchTime == 0 || bi.checkTime == 0 {
-		res, err := f.Search(ctx, "kilimanjaro", index.Options{})
-		if err != nil {
-			return bi, err
-		}
-		if bi.catchTime == 0 && (res.Indexing == nil || res.Indexing.IndexedSeq >= last) {
-			bi.catchTime = time.Since(start)
-		}
-		if bi.checkTime == 0 && (res.Indexing == nil || !res.Indexing.Checking) {
-			bi.checkTime = time.Since(start)
-		}
-	}
 	bi.catchMsgs = msgs
-	st, err := f.Stats(ctx)
-	if err != nil {
+	if err := timeStart(ctx, &bi, r); err != nil {
 		return bi, err
 	}
-	stop()
-	<-done
-	bi.docs = st.Docs
 	// Checkpoint the WAL into the file so its size is the index's.
 	ix, _, err = index.Open(bi.path)
 	if err != nil {
@@ -170,6 +142,38 @@ func doBuild(b *testing.B, logPath string) (builtIndex, error) {
 		}
 	}
 	return bi, nil
+}
+
+// timeStart opens a Follower on the built index with the log ahead, as at
+// a start, and times its catch-up and its check after opening.
+func timeStart(ctx context.Context, bi *builtIndex, r *history.Reader) error {
+	last := int64(benchcorpus.Events)
+	start := time.Now()
+	f, err := index.NewFollower(index.FollowerOptions{Path: bi.path, Log: r.Since, LogSeq: last, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(fctx) }()
+	defer func() { stop(); <-done }()
+	// Caught up when the index holds the log's newest seq; the check
+	// after opening (Progress.Checking) follows and may end later.
+	for bi.catchTime == 0 || bi.checkTime == 0 {
+		res, err := f.Search(ctx, "kilimanjaro", index.Options{})
+		if err != nil {
+			return err
+		}
+		if bi.catchTime == 0 && (res.Indexing == nil || res.Indexing.IndexedSeq >= last) {
+			bi.catchTime = time.Since(start)
+		}
+		if bi.checkTime == 0 && (res.Indexing == nil || !res.Indexing.Checking) {
+			bi.checkTime = time.Since(start)
+		}
+	}
+	st, err := f.Stats(ctx)
+	bi.docs = st.Docs
+	return err
 }
 
 // BenchmarkIndexBuild reports the build and catch-up rates and the index's
