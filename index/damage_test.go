@@ -68,3 +68,31 @@ func TestDamagedMiddleIsFoundAtOpenAndRebuilt(t *testing.T) {
 		t.Errorf("damaged file kept aside as %v; log:\n%s", aside, logs.String())
 	}
 }
+
+// TestSoundIndexPassesTheCheck reopens a sound index with the log ahead
+// of it: the check after opening passes beside the catch-up and the
+// updates that follow, nothing is set aside, and every hit is there.
+func TestSoundIndexPassesTheCheck(t *testing.T) {
+	t.Parallel() // independent: its own data directory
+	dir := t.TempDir()
+	c := newChatLog(t, dir, 5)
+	c.fill(300, func(int) string { return "lilies" })
+	f, stop := follower(t, dir, c.seq, nil)
+	caughtUp(t, f, "lilies")
+	stop()
+	c.fill(100, func(int) string { return "lilies" })
+	var logs logBuf
+	f, _ = followerLog(t, dir, c.seq, nil, &logs)
+	for range 20 { // updates while the check runs
+		f.Notify(c.turn("more lilies", "yes, lilies"))
+	}
+	if res := caughtUp(t, f, "lilies"); len(res.Hits) != c.msgs {
+		t.Errorf("%d hits, want %d", len(res.Hits), c.msgs)
+	}
+	if !strings.Contains(logs.String(), `msg="search index checked for damage: sound"`) || strings.Contains(logs.String(), "damaged") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, index.FileName) + ".damaged-*"); len(aside) != 0 {
+		t.Errorf("a sound index was set aside: %v", aside)
+	}
+}

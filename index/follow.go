@@ -70,7 +70,7 @@ const searchWait = time.Second
 
 // NewFollower opens the index at opts.Path (rebuilding one that is
 // damaged, from another version, or ahead of the log) and returns its
-// Follower. Call Run to start following: it first checks the whole file
+// Follower. Call Run to start following: it also checks the whole file
 // for damage (Index.Check), in the background.
 func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if opts.Logger == nil {
@@ -170,7 +170,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 		if needCheck && ctx.Err() == nil {
 			needCheck = false
-			if !f.checked.Load() && !f.damaged.Load() {
+			if !f.checked.Load() && !f.damaged.Load() && !errors.Is(err, ErrCorrupt) {
 				stopCheck = f.startCheck(ctx)
 			}
 		}
@@ -358,9 +358,10 @@ func (f *Follower) Progress() Progress {
 // Search runs query over the index. If the index has not yet caught up
 // with the newest append it waits up to a second for it, then answers
 // from what it has and says so in Result.Indexing (which also says when
-// the index has not yet passed its check after opening). A search that finds the index damaged is not an error:
-// it answers with no hits, marked as indexing from seq 0, and has Run
-// rebuild the index, so a damaged index never fails a search.
+// the index has not yet passed its check after opening). A search that
+// finds the index damaged is not an error: it answers with no hits,
+// marked as indexing from seq 0, and has Run rebuild the index, so a
+// damaged index never fails a search.
 func (f *Follower) Search(ctx context.Context, query string, opts Options) (Result, error) {
 	q, err := ParseQuery(query)
 	if err != nil {
