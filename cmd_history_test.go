@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
 )
 
 var historyT0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -328,5 +329,49 @@ func TestHistoryErrors(t *testing.T) {
 	out, _, err := runHistoryT(t, nil, "search", "-json", "-config", cfg, "--", "-n")
 	if err != nil || out != "" {
 		t.Errorf("search -- -n: out %q, err %v", out, err)
+	}
+}
+
+// An index damaged in its middle (header intact) opens read-only; the
+// search that reads a damaged page falls back to scanning the log and
+// gives every hit, instead of failing.
+func TestHistorySearchIndexDamagedInTheMiddle(t *testing.T) {
+	dir := t.TempDir()
+	var evs []event.Event
+	for i := range 300 {
+		turn := fmt.Sprintf("t%d", 2*i+1)
+		for _, e := range []event.Event{
+			event.New(event.User, turn, historyT0.Add(time.Duration(i)*time.Minute), event.UserData{Channel: "web", Content: fmt.Sprintf("question %d about the lilies in the garden", i)}),
+			event.New(event.Assistant, turn, historyT0.Add(time.Duration(i)*time.Minute), event.AssistantData{Content: fmt.Sprintf("answer %d: the lilies look fine", i)}),
+		} {
+			e.Seq, e.V = int64(len(evs)+1), event.LogVersion
+			evs = append(evs, e)
+		}
+	}
+	var log bytes.Buffer
+	for _, e := range evs {
+		l, _ := json.Marshal(e)
+		log.Write(append(l, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_history.ndjson"), log.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "data_dir: %q\n", dir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, index.FileName)
+	ix, _, err := index.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Add(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	testdisk.DamagePages(t, path, 4)
+	out, errOut, err := runHistoryT(t, nil, "search", "-json", "-limit", "200", "-config", cfg, "lilies")
+	if err != nil || len(ndjsonSeqs(t, out)) != 200 || !strings.Contains(errOut, "is damaged") {
+		t.Errorf("out %d lines, stderr %q, err %v", len(ndjsonSeqs(t, out)), errOut, err)
 	}
 }

@@ -79,13 +79,25 @@ func (o *offlineHistory) SearchIndex(ctx context.Context, query string, opts ind
 	if o.ix == nil {
 		o.open(ctx)
 	}
-	if o.mem {
-		if err := o.catchUp(ctx); err != nil {
-			return index.Result{}, err
+	if !o.mem {
+		res, err := o.ix.Search(ctx, query, opts)
+		if !errors.Is(err, index.ErrCorrupt) {
+			return o.fileResult(ctx, res, err)
 		}
-		return o.ix.Search(ctx, query, opts)
+		// Damage a query read: answer from the log, as with no index.
+		fmt.Fprintf(o.note, "frontdesk: the index %s is damaged (%v); scanning the chat log\n", indexPath(o.cfg), err)
+		o.ix.Close()
+		o.useMemory()
 	}
-	res, err := o.ix.Search(ctx, query, opts)
+	if err := o.catchUp(ctx); err != nil {
+		return index.Result{}, err
+	}
+	return o.ix.Search(ctx, query, opts)
+}
+
+// fileResult completes the answer of a search of the index file: how far
+// it is behind the log.
+func (o *offlineHistory) fileResult(ctx context.Context, res index.Result, err error) (index.Result, error) {
 	if err != nil {
 		return res, err
 	}
@@ -118,6 +130,12 @@ func (o *offlineHistory) open(ctx context.Context) {
 	} else {
 		fmt.Fprintf(o.note, "frontdesk: the index %s is not usable (%v); scanning the chat log\n", path, err)
 	}
+	o.useMemory()
+}
+
+// useMemory switches to an empty in-memory index that catchUp fills.
+func (o *offlineHistory) useMemory() {
+	var err error
 	if o.ix, err = index.OpenMemory(); err != nil {
 		panic(fmt.Sprintf("in-memory index: %v", err)) // no file involved: a broken build
 	}

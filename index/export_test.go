@@ -1,6 +1,9 @@
 package index
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // ForceSchemaVersionForTest makes the index look written by another
 // version.
@@ -26,4 +29,23 @@ func (ix *Index) MatchForTest(q Query, or bool) (int64, error) {
 	var n int64
 	err := ix.db.QueryRowContext(context.Background(), `SELECT count(*) FROM fts WHERE fts MATCH ?`, q.match(or)).Scan(&n)
 	return n, err
+}
+
+// RunForTest runs a statement and reads every row it returns (a PRAGMA's
+// answer), for timing checks.
+func (ix *Index) RunForTest(q string) ([]string, error) {
+	rows, err := ix.db.QueryContext(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s any
+		if err := rows.Scan(&s); err != nil {
+			return out, err
+		}
+		out = append(out, fmt.Sprint(s))
+	}
+	return out, rows.Err()
 }

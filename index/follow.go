@@ -51,7 +51,11 @@ type Follower struct {
 	target  atomic.Int64 // newest seq the hub has appended (or the log had at start)
 	covered atomic.Int64 // every event up to this seq that is on disk is indexed
 	indexed atomic.Int64 // newest seq in the index
-	damaged atomic.Bool  // a search found the index damaged
+	checked atomic.Bool  // the index passed Check since it was opened (or was made new)
+	damaged atomic.Bool  // the index is known damaged: searches skip it until Run rebuilds it
+
+	dmu    sync.Mutex
+	damage error // what found the damage, for the log
 
 	pmu        sync.Mutex
 	progressed chan struct{} // closed and replaced whenever covered moves
@@ -66,7 +70,8 @@ const searchWait = time.Second
 
 // NewFollower opens the index at opts.Path (rebuilding one that is
 // damaged, from another version, or ahead of the log) and returns its
-// Follower. Call Run to start following.
+// Follower. Call Run to start following: it also checks the whole file
+// for damage (Index.Check), in the background.
 func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -96,6 +101,7 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 		return nil, err
 	}
 	f.ix = ix
+	f.checked.Store(ix.fresh)
 	f.indexed.Store(last)
 	f.covered.Store(last)
 	f.target.Store(opts.LogSeq)
@@ -134,11 +140,17 @@ func (f *Follower) NotifyMemory() {
 	}
 }
 
-// Run follows the log until ctx ends, then closes the index. A damaged
-// index is rebuilt; other failures (a full disk) are logged once and
-// retried.
+// Run follows the log until ctx ends, then closes the index. Once the
+// first catch-up is done it checks an index it did not make for damage,
+// beside what follows (see startCheck): the catch-up at start, which
+// makes the newest messages searchable, does not share the CPU with it.
+// A damaged index is set aside and rebuilt; other failures (a full disk)
+// are logged once and retried.
 func (f *Follower) Run(ctx context.Context) error {
+	stopCheck := func() {}
+	needCheck := !f.checked.Load()
 	defer func() {
+		stopCheck()
 		f.mu.Lock()
 		f.ix.Close()
 		f.mu.Unlock()
@@ -149,10 +161,18 @@ func (f *Follower) Run(ctx context.Context) error {
 	retry.Stop()
 	for {
 		var err error
-		if f.damaged.Swap(false) {
-			err = ErrCorrupt
+		if f.damaged.Load() {
+			f.dmu.Lock()
+			err = f.damage
+			f.dmu.Unlock()
 		} else {
 			err = f.catchUp(ctx)
+		}
+		if needCheck && ctx.Err() == nil {
+			needCheck = false
+			if !f.checked.Load() && !f.damaged.Load() && !errors.Is(err, ErrCorrupt) {
+				stopCheck = f.startCheck(ctx)
+			}
 		}
 		if err == nil && memDirty {
 			if err = f.syncMemory(ctx); err == nil {
@@ -164,6 +184,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, ErrCorrupt):
 			f.opts.Logger.Warn("search index is damaged; rebuilding from the chat log", "err", err)
+			stopCheck() // the check reads the file being set aside
 			if err = f.rebuild(); err == nil {
 				memDirty = f.opts.Memory != nil
 				continue
@@ -187,6 +208,53 @@ func (f *Follower) Run(ctx context.Context) error {
 			memDirty = f.opts.Memory != nil
 		case <-retry.C:
 		}
+	}
+}
+
+// startCheck runs Index.Check on the index as opened, on a goroutine of
+// its own beside the updates: the check reads a snapshot of the file, and
+// takes seconds for a big index (BenchmarkIndexOpenCheck). Until it
+// passes, searches answer marked Progress.Checking; damage it finds is
+// rebuilt like damage a search finds. stop cancels it and waits for it.
+func (f *Follower) startCheck(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	f.mu.RLock()
+	ix := f.ix
+	f.mu.RUnlock()
+	go func() {
+		defer close(done)
+		start := time.Now()
+		err := ix.Check(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return // stopping, or the index is being replaced
+		case errors.Is(err, ErrCorrupt):
+			f.markDamaged(err)
+			return
+		case err != nil:
+			f.opts.Logger.Warn("search index could not be checked for damage", "err", err)
+		default:
+			f.opts.Logger.Info("search index checked for damage: sound", "took", time.Since(start).Round(time.Millisecond))
+		}
+		f.checked.Store(true)
+		f.signal()
+	}()
+	return func() { cancel(); <-done }
+}
+
+// markDamaged records that the index is damaged (err says how it was
+// found): searches stop reading it, and Run sets it aside and rebuilds.
+func (f *Follower) markDamaged(err error) {
+	f.dmu.Lock()
+	if f.damage == nil {
+		f.damage = err
+	}
+	f.dmu.Unlock()
+	f.damaged.Store(true)
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -230,11 +298,17 @@ func (f *Follower) catchUp(ctx context.Context) error {
 		f.opts.Logger.Info("search index caught up", "events", docs, "took", time.Since(start).Round(time.Millisecond))
 	}
 	f.covered.Store(max(f.covered.Load(), target))
+	f.signal()
+	return nil
+}
+
+// signal wakes the searches waiting for the index to catch up or pass
+// its check.
+func (f *Follower) signal() {
 	f.pmu.Lock()
 	close(f.progressed)
 	f.progressed = make(chan struct{})
 	f.pmu.Unlock()
-	return nil
 }
 
 // syncMemory re-indexes long-term memory when it changed.
@@ -248,25 +322,32 @@ func (f *Follower) syncMemory(ctx context.Context) error {
 	return f.ix.UpdateMemory(ctx, docs)
 }
 
-// rebuild replaces a damaged index with an empty one; the next catch-up
-// fills it.
+// rebuild sets a damaged index aside and puts an empty one in its place;
+// the next catch-up fills it. Searches answer from the new index, marked
+// as indexing, while it fills.
 func (f *Follower) rebuild() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ix.Close()
-	if err := Remove(f.opts.Path); err != nil {
-		return err
+	aside, err := SetAside(f.opts.Path, time.Now())
+	if err == nil {
+		f.opts.Logger.Warn("the damaged search index is kept aside", "path", aside)
+		f.ix, _, err = Open(f.opts.Path)
 	}
-	ix, _, err := Open(f.opts.Path)
 	if err != nil {
-		// Keep a usable value: searches fail until the next try.
+		// Keep a usable value: searches answer from it (empty, marked
+		// as indexing) until the next try.
 		f.ix, _ = OpenMemory()
-		return err
 	}
-	f.ix = ix
+	// Whatever happens, the damaged file is no longer searched.
+	f.dmu.Lock()
+	f.damage = nil
+	f.dmu.Unlock()
+	f.damaged.Store(false)
+	f.checked.Store(true)
 	f.indexed.Store(0)
 	f.covered.Store(0)
-	return nil
+	return err
 }
 
 // Progress says how far the index has got.
@@ -275,49 +356,74 @@ func (f *Follower) Progress() Progress {
 }
 
 // Search runs query over the index. If the index has not yet caught up
-// with the newest append it waits up to a second for it, then answers from
-// what it has and says so in Result.Indexing.
+// with the newest append it waits up to a second for it, then answers
+// from what it has and says so in Result.Indexing (which also says when
+// the index has not yet passed its check after opening). A search that
+// finds the index damaged is not an error: it answers with no hits,
+// marked as indexing from seq 0, and has Run rebuild the index, so a
+// damaged index never fails a search.
 func (f *Follower) Search(ctx context.Context, query string, opts Options) (Result, error) {
 	q, err := ParseQuery(query)
 	if err != nil {
 		return Result{}, err
 	}
 	want := f.target.Load()
-	if f.covered.Load() < want {
-		t := time.NewTimer(searchWait)
-		defer t.Stop()
-	wait:
-		for f.covered.Load() < want {
-			f.pmu.Lock()
-			ch := f.progressed
-			f.pmu.Unlock()
-			if f.covered.Load() >= want {
-				break
-			}
-			select {
-			case <-ch:
-			case <-t.C:
-				break wait
-			case <-ctx.Done():
-				return Result{}, ctx.Err()
-			}
-		}
+	if err := f.await(ctx, want); err != nil {
+		return Result{}, err
 	}
 	// How far the index is, taken before the query: what it finds is at
 	// least that complete (catch-up may finish while it runs).
-	behind := f.covered.Load() < want
 	p := f.Progress()
+	p.Checking = !f.checked.Load()
+	behind := p.Checking || f.covered.Load() < want
+	if f.damaged.Load() {
+		return damagedResult(want), nil
+	}
 	f.mu.RLock()
 	res, err := f.ix.SearchQuery(ctx, q, opts)
 	f.mu.RUnlock()
 	if errors.Is(err, ErrCorrupt) {
-		f.damaged.Store(true)
-		f.NotifyMemory() // wakes Run, which rebuilds
+		f.markDamaged(err)
+		return damagedResult(want), nil
 	}
-	if behind {
+	if behind && err == nil {
 		res.Indexing = &p
 	}
 	return res, err
+}
+
+// damagedResult is the answer of a search while the index is known to be
+// damaged: nothing, and nothing indexed yet.
+func damagedResult(logSeq int64) Result {
+	return Result{Hits: []Hit{}, Mode: ModeAnd, Indexing: &Progress{LogSeq: logSeq}}
+}
+
+// await waits up to searchWait for the index to cover want. (It does not
+// wait for the check: that takes seconds for a big index, and the answer
+// says it is not done.)
+func (f *Follower) await(ctx context.Context, want int64) error {
+	ready := func() bool { return f.covered.Load() >= want }
+	if ready() {
+		return nil
+	}
+	t := time.NewTimer(searchWait)
+	defer t.Stop()
+	for !ready() {
+		f.pmu.Lock()
+		ch := f.progressed
+		f.pmu.Unlock()
+		if ready() {
+			break
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Stats counts what the index holds.

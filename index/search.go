@@ -105,6 +105,9 @@ type Result struct {
 type Progress struct {
 	IndexedSeq int64 `json:"indexed_seq"`
 	LogSeq     int64 `json:"log_seq"`
+	// Checking is set while the index, just opened, is being checked for
+	// damage (Index.Check): the hits come from a file not yet verified.
+	Checking bool `json:"checking,omitempty"`
 }
 
 // Options shape a search.
@@ -380,7 +383,10 @@ func (r Result) String() string {
 	if r.Broad {
 		s += fmt.Sprintf(" (over %d messages match: the best of the newest %d; add a word to narrow)", RankWindow, RankWindow)
 	}
-	if r.Indexing != nil {
+	switch {
+	case r.Indexing != nil && r.Indexing.Checking:
+		s += " (index still being checked for damage)"
+	case r.Indexing != nil:
 		s += fmt.Sprintf(" (index still catching up: seq %d of %d)", r.Indexing.IndexedSeq, r.Indexing.LogSeq)
 	}
 	return s

@@ -35,13 +35,19 @@ type env struct {
 
 func start(t *testing.T, o web.Options, a agent.Agent) *env {
 	t.Helper()
-	dir := t.TempDir()
+	return startIn(t, t.TempDir(), 0, o, a)
+}
+
+// startIn is start on a data directory that may hold a chat log (its
+// newest seq logSeq) and a search index already.
+func startIn(t *testing.T, dir string, logSeq int64, o web.Options, a agent.Agent) *env {
+	t.Helper()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ix, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(dir, index.FileName),
-		Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since, Logger: slog.New(slog.DiscardHandler)})
+		Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since, LogSeq: logSeq, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
