@@ -58,8 +58,10 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// it (these defers run after shutdown): the hub's last appends get
 	// indexed, and a turn's last tool call has ended by then.
 	defer background(ctx, st.search.Run)()
+	stopTools := func() {}
 	if a.tools != nil {
-		defer background(ctx, func(ctx context.Context) error { a.tools.Run(ctx); return nil })()
+		stopTools = background(ctx, func(ctx context.Context) error { a.tools.Run(ctx); return nil })
+		defer stopTools()
 	}
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()
@@ -96,7 +98,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	case err := <-srvErr:
 		runErr = fmt.Errorf("http server: %w", err)
 	}
-	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, srv, a.ws, st.chatLog); err != nil && runErr == nil {
+	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, stopTools, srv, a.ws, st.chatLog); err != nil && runErr == nil {
 		runErr = err
 	}
 	return runErr
@@ -407,7 +409,7 @@ const (
 // ones after it. hubStopped says the hub has already returned (its error
 // was taken from hubErr).
 func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
-	srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
+	stopTools func(), srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
 	start := time.Now()
 	phase := func(until time.Duration) (context.Context, context.CancelFunc) {
 		return context.WithDeadline(context.Background(), start.Add(until))
@@ -432,6 +434,9 @@ func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.Canc
 			logger.Error("session hub did not stop in time")
 		}
 	}
+	// No turn runs now: the MCP servers stop (TERM, then KILL) while the
+	// clients drain, not after them.
+	go stopTools()
 	clients, cancelClients := phase(shutdownClients)
 	defer cancelClients()
 	if err := srv.Shutdown(clients); err != nil {
