@@ -126,28 +126,64 @@ func (h *apiHandlers) session(w http.ResponseWriter, r *http.Request) error {
 // health is /healthz: 503 while shutting down or while a part of the
 // session's storage cannot be written (until a write of it succeeds again);
 // 200 "degraded" with reasons while Options.Warnings has some.
+//
+// It is open, so what it tells everyone is short: the status and, when
+// not ok, reasons naming the failing part and what is wrong with it. The
+// detail — the storage error's text, the MCP servers with their commands,
+// tools and errors — is for those who may read /api/session: it is added
+// when the request carries the token, or when none is configured (then
+// /api/session is as open as /healthz).
 func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
 	info, err := h.s.Info(r.Context())
 	if err != nil {
 		return err
 	}
+	detail := h.o.Token == "" || tokenOK(r, h.o.Token)
+	status, code := "ok", http.StatusOK
+	body := map[string]any{}
+	var reasons []string
 	if info.Storage != "" {
-		httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": info.Storage, "message": info.StorageError})
-		return nil
-	}
-	body := map[string]any{"status": "ok"}
-	if h.o.Warnings != nil {
-		if reasons := h.o.Warnings(); len(reasons) > 0 {
-			// Still 200: the desk works; a health check must not restart it
-			// over what a restart does not mend.
-			body["status"], body["reasons"] = "degraded", reasons
+		status, code = info.Storage, http.StatusServiceUnavailable
+		reasons = append(reasons, storageReason(info.Storage, info.StorageError))
+		if detail {
+			body["message"] = info.StorageError
 		}
 	}
-	if servers := mcpServers(h.o); servers != nil {
+	if h.o.Warnings != nil {
+		if warn := h.o.Warnings(); len(warn) > 0 {
+			// Still 200: the desk works; a health check must not restart it
+			// over what a restart does not mend.
+			if status == "ok" {
+				status = "degraded"
+			}
+			reasons = append(reasons, warn...)
+		}
+	}
+	body["status"] = status
+	if len(reasons) > 0 {
+		body["reasons"] = reasons
+	}
+	if servers := mcpServers(h.o); servers != nil && detail {
 		body["mcp_servers"] = servers // a failed one costs only its tools: still healthy
 	}
-	httpjson.Write(w, http.StatusOK, body)
+	httpjson.Write(w, code, body)
 	return nil
+}
+
+// storageReason is the short, public form of a storage fault: the part
+// that cannot be written ("chat log", the text before the first ": " of
+// hub.Info.StorageError) and what is wrong, without the error's text (file
+// paths and system detail stay behind the token).
+func storageReason(code, msg string) string {
+	part, _, _ := strings.Cut(msg, ": ")
+	what := "cannot be written"
+	if code == hub.StorageFull {
+		what = "disk full"
+	}
+	if part == "" || len(part) > 40 {
+		return "storage: " + what
+	}
+	return part + ": " + what
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) error {

@@ -68,3 +68,35 @@ func TestMCPServerStates(t *testing.T) {
 		t.Errorf("/api/session lost its own fields: %s", r.raw)
 	}
 }
+
+// With a token configured, the open /healthz says only the status: no MCP
+// server, tool, command path or error. The inventory is behind the token,
+// in /api/session (and in /healthz when the token is sent).
+func TestHealthWithoutTokenIsShort(t *testing.T) {
+	const token = "s3cret"
+	inventory := []string{"files", "read_secret_file", "/opt/mcp/bin/files-server", "exec: not found"}
+	e := start(t, web.Options{Token: token, MCPServers: func() any {
+		return []map[string]any{{"name": "files", "state": "failed", "command": "/opt/mcp/bin/files-server",
+			"error": "exec: not found", "tools": []string{"read_secret_file"}}}
+	}}, &agent.Demo{})
+	r := do(t, request(t, "GET", e.srv.URL+"/healthz", ""))
+	if r.status != http.StatusOK || r.body["status"] != "ok" {
+		t.Fatalf("/healthz without the token = %d %s, want 200 ok", r.status, r.raw)
+	}
+	for _, s := range inventory {
+		if strings.Contains(r.raw, s) {
+			t.Errorf("/healthz without the token shows %q: %s", s, r.raw)
+		}
+	}
+	if len(r.body) != 1 {
+		t.Errorf("/healthz without the token = %s, want only the status", r.raw)
+	}
+	for _, path := range []string{"/api/session", "/healthz"} {
+		r := do(t, request(t, "GET", e.srv.URL+path, "", "Authorization", "Bearer "+token))
+		for _, s := range inventory {
+			if r.status != http.StatusOK || !strings.Contains(r.raw, s) {
+				t.Errorf("%s with the token = %d %s, want it to show %q", path, r.status, r.raw, s)
+			}
+		}
+	}
+}

@@ -118,6 +118,13 @@ func TestStorageFaultAtEveryDoor(t *testing.T) {
 	if r := health(503); r.body["status"] != code || !strings.HasPrefix(r.body["message"].(string), "chat log: ") {
 		t.Fatalf("/healthz body %s, want status %s and the chat log's error", r.raw, code)
 	}
+	reason := "chat log: cannot be written"
+	if disk.Full {
+		reason = "chat log: disk full"
+	}
+	if r := health(503); !strings.Contains(r.raw, `"reasons":["`+reason+`"]`) {
+		t.Fatalf("/healthz body %s, want the short reason %q", r.raw, reason)
+	}
 	gauge("0")
 	for _, path := range []string{"/api/history/recent", "/api/session"} {
 		if r := do(t, request(t, "GET", srv.URL+path, "")); r.status != 200 {
