@@ -30,9 +30,17 @@ const (
 	ByStorage = "storage"
 )
 
-// ErrNoApproval means no approval with that id is waiting (it was never
-// asked, or is already answered, timed out or cancelled).
-var ErrNoApproval = errors.New("no tool call is waiting for that approval (already answered, timed out, or unknown)")
+// ErrNoApproval means no approval with that id is waiting or was
+// recently decided: the id is unknown (or was answered before a restart).
+var ErrNoApproval = errors.New("no tool call is waiting for that approval (unknown id)")
+
+// ErrDecided means the approval was already decided — answered, timed
+// out, or denied by a cancel — and the first answer stands. The returned
+// error wraps it with who decided what.
+var ErrDecided = errors.New("that approval was already decided")
+
+// maxDecided bounds the ids remembered as decided (for ErrDecided).
+const maxDecided = 256
 
 // ErrBadDecision rejects a decision other than approve or deny.
 var ErrBadDecision = errors.New(`the decision must be "approve" or "deny"`)
@@ -108,6 +116,11 @@ func (m *SessionManager) decide(id, decision, by string) (event.ApprovalResultDa
 		if id == "" && len(m.approvals) > 1 {
 			return event.ApprovalResultData{}, errors.New("several tool calls wait for approval: name one by its id")
 		}
+		for _, d := range m.decided {
+			if d.ID == id {
+				return d, fmt.Errorf("%w (%s by %s)", ErrDecided, d.Decision, d.By)
+			}
+		}
 		return event.ApprovalResultData{}, ErrNoApproval
 	}
 	return m.resolve(a, decision, by), nil
@@ -122,11 +135,22 @@ func (m *SessionManager) resolve(a *approval, decision, by string) event.Approva
 		// An answer the log cannot keep is not acted on: the call is
 		// denied, and the turn's fault ends it (see markFault).
 		m.markFault(a.turn, storageErr("record approval_result", err))
+		m.rememberDecided(event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByStorage})
 		a.reply <- event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByStorage}
 		return d
 	}
+	m.rememberDecided(d)
 	a.reply <- d
 	return d
+}
+
+// rememberDecided keeps d, what an approval came to, for ErrDecided: the last
+// maxDecided of them.
+func (m *SessionManager) rememberDecided(d event.ApprovalResultData) {
+	if len(m.decided) == maxDecided {
+		m.decided = m.decided[1:]
+	}
+	m.decided = append(m.decided, d)
 }
 
 // denyWaiting denies every approval of turn (its turn is ending).
@@ -140,7 +164,8 @@ func (m *SessionManager) denyWaiting(turn, by string) {
 
 // Decide answers a waiting approval: decision is event.Approve or
 // event.Deny, by names the door. id "" answers the only one waiting.
-// ErrNoApproval if none is waiting with that id.
+// ErrNoApproval if none is waiting with that id, an error wrapping
+// ErrDecided (with the standing result) if it was already decided.
 func (m *SessionManager) Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error) {
 	reply := make(chan decideReply, 1)
 	r, err := call(ctx, m, decideCmd{id: id, decision: decision, by: by, reply: reply}, reply)

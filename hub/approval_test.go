@@ -64,8 +64,11 @@ func TestApprovalApproveDenyTimeout(t *testing.T) {
 	if err != nil || d.Decision != event.Approve || d.By != "web" {
 		t.Fatalf("decide: %+v %v", d, err)
 	}
-	if _, err := h.Decide(ctxT(t), req.ID, event.Deny, "api"); !errors.Is(err, ErrNoApproval) {
-		t.Errorf("a second answer: %v, want ErrNoApproval", err)
+	if d, err := h.Decide(ctxT(t), req.ID, event.Deny, "api"); !errors.Is(err, ErrDecided) || d.Decision != event.Approve || d.By != "web" {
+		t.Errorf("a second answer: %+v %v, want ErrDecided with the first answer", d, err)
+	}
+	if _, err := h.Decide(ctxT(t), "a424242", event.Deny, "api"); !errors.Is(err, ErrNoApproval) || errors.Is(err, ErrDecided) {
+		t.Errorf("an unknown id: %v, want ErrNoApproval", err)
 	}
 	evs := until(t, s, event.TurnEnd)
 	if r := data[event.ApprovalResultData](t, evs[0]); evs[0].Type != event.ApprovalResult || r.Decision != event.Approve || r.By != "web" {
@@ -130,8 +133,8 @@ func TestApprovalCancelWhileWaiting(t *testing.T) {
 	if st := data[event.TurnEndData](t, evs[len(evs)-1]).Status; st != event.StatusCancelled || runs.Load() != 0 {
 		t.Errorf("turn %s, runs %d", st, runs.Load())
 	}
-	if _, err := h.Decide(ctxT(t), req.ID, event.Approve, "web"); !errors.Is(err, ErrNoApproval) {
-		t.Errorf("approve after cancel: %v", err)
+	if _, err := h.Decide(ctxT(t), req.ID, event.Approve, "web"); !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), "deny by cancel") {
+		t.Errorf("approve after cancel: %v, want ErrDecided (deny by cancel)", err)
 	}
 }
 

@@ -242,11 +242,12 @@ type SessionManager struct {
 	ring      *history.Ring
 	subs      map[*Subscription]struct{}
 	turn      *turn
-	approvals map[string]*approval // tool calls waiting for a yes or no, by id
-	pending   *queued              // busy_policy queue: the one input waiting (recorded)
-	patient   []*queued            // Patient inputs waiting (recorded), in order
-	accepted  map[string]*Frame    // client_msg_id → echo
-	ids       []string             // accepted ids, oldest first, to bound the map
+	approvals map[string]*approval       // tool calls waiting for a yes or no, by id
+	decided   []event.ApprovalResultData // the last maxDecided results, oldest first
+	pending   *queued                    // busy_policy queue: the one input waiting (recorded)
+	patient   []*queued                  // Patient inputs waiting (recorded), in order
+	accepted  map[string]*Frame          // client_msg_id → echo
+	ids       []string                   // accepted ids, oldest first, to bound the map
 
 	waiters      map[string][]chan<- TurnOutcome // running turn → who wants its outcome
 	outcomes     map[string]TurnOutcome          // recent finished turns

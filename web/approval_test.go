@@ -106,8 +106,8 @@ func TestApprovalFromEveryDoor(t *testing.T) {
 	a.send(map[string]string{"type": "command", "action": "deny", "id": req.ID})
 	var e event.ErrorData
 	a.until(event.Error).Decode(&e)
-	if e.Code != "no_approval" {
-		t.Errorf("second answer: %+v", e)
+	if e.Code != "already_decided" {
+		t.Errorf("second answer: %+v, want already_decided", e)
 	}
 
 	// Deny over HTTP.
@@ -124,6 +124,9 @@ func TestApprovalFromEveryDoor(t *testing.T) {
 	}
 	if r := post(req.ID, `{"decision":"deny"}`); r.status != http.StatusOK || r.body["by"] != "api" || r.body["decision"] != "deny" {
 		t.Errorf("deny: %d %s", r.status, r.raw)
+	}
+	if r := post(req.ID, `{"decision":"approve"}`); r.status != http.StatusConflict || r.body["code"] != "already_decided" {
+		t.Errorf("a second answer over HTTP: %d %s, want 409 already_decided", r.status, r.raw)
 	}
 	var turnEnd event.Event
 	for {

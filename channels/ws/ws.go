@@ -454,7 +454,10 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 		// Everyone sees the approval_result; only a failure is ours alone.
 		if _, err := cn.h.s.Decide(ctx, id, action, event.ChannelWeb); err != nil {
 			code := "bad_approval"
-			if errors.Is(err, hub.ErrNoApproval) {
+			switch {
+			case errors.Is(err, hub.ErrDecided):
+				code = "already_decided"
+			case errors.Is(err, hub.ErrNoApproval):
 				code = "no_approval"
 			}
 			cn.replyError(code, err.Error(), "")

@@ -82,6 +82,8 @@ func FromSession(err error) error {
 		return Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
 	case errors.Is(err, hub.ErrNoIndex):
 		return Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
+	case errors.Is(err, hub.ErrDecided):
+		return Errorf(http.StatusConflict, "already_decided", err.Error())
 	case errors.Is(err, hub.ErrNoApproval):
 		return Errorf(http.StatusNotFound, "no_approval", err.Error())
 	case errors.Is(err, hub.ErrBadDecision):
