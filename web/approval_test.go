@@ -122,6 +122,10 @@ func TestApprovalFromEveryDoor(t *testing.T) {
 	if r := post(req.ID, `{"decision":"deny","extra":1}`); r.status != http.StatusBadRequest || r.body["code"] != "bad_json" {
 		t.Errorf("unknown field: %d %s", r.status, r.raw)
 	}
+	if r := post(req.ID, `{"decision":"deny","Decision":"approve"}`); r.status != http.StatusBadRequest || r.body["code"] != "bad_json" ||
+		!strings.Contains(r.raw, `\"Decision\"`) {
+		t.Errorf("case-variant key: %d %s, want 400 bad_json naming it", r.status, r.raw)
+	}
 	if r := post(req.ID, `{"decision":"deny"}`); r.status != http.StatusOK || r.body["by"] != "api" || r.body["decision"] != "deny" {
 		t.Errorf("deny: %d %s", r.status, r.raw)
 	}

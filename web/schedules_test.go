@@ -134,6 +134,7 @@ func TestSchedulesAPI(t *testing.T) {
 		{"email without email", `{"content":"x","in_seconds":60,"notify":"email"}`, 400, "notify_unavailable"},
 		{"unknown field", `{"content":"x","in_seconds":60,"repeat":true}`, 400, "bad_json"},
 		{"not json", `remind me`, 400, "bad_json"},
+		{"key in another case", `{"content":"x","in_seconds":60,"In_Seconds":1}`, 400, "bad_json"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -205,6 +205,9 @@ func TestMessagesStatusCodes(t *testing.T) {
 		{"unknown field", "POST", `{"content":"a","colour":"red"}`, json, 400, "bad_json"},
 		{"trailing data", "POST", `{"content":"a"} {"content":"b"}`, json, 400, "bad_json"},
 		{"trailing garbage", "POST", `{"content":"a"}x`, json, 400, "bad_json"},
+		{"key twice", "POST", `{"content":"a","content":"b"}`, json, 400, "bad_json"},
+		{"key in another case", "POST", `{"content":"a","Content":"b"}`, json, 400, "bad_json"},
+		{"nested key in another case", "POST", `{"content":"a","attachments":[],"Attachments":["x"]}`, json, 400, "bad_json"},
 		{"empty content", "POST", `{"content":""}`, json, 400, "empty_content"},
 		{"client_msg_id too long", "POST", `{"content":"a","client_msg_id":"` + strings.Repeat("i", 300) + `"}`, json, 400, "bad_client_msg_id"},
 		{"bad channel", "POST", `{"content":"a","channel":"Web Chat"}`, json, 400, "bad_channel"},
@@ -220,6 +223,11 @@ func TestMessagesStatusCodes(t *testing.T) {
 			r := do(t, request(t, tc.method, url, tc.body, tc.hdr...))
 			if r.status != tc.status || (tc.code != "" && r.body["code"] != tc.code) {
 				t.Fatalf("got %d %s, want %d %s", r.status, r.raw, tc.status, tc.code)
+			}
+			if strings.Contains(tc.name, "key") && !strings.Contains(r.body["message"].(string), `"content" and "Content"`) &&
+				!strings.Contains(r.body["message"].(string), `key "content" appears twice`) &&
+				!strings.Contains(r.body["message"].(string), `"attachments" and "Attachments"`) {
+				t.Fatalf("the error does not name the key: %s", r.raw)
 			}
 			if tc.status == 409 && (r.header.Get("Retry-After") == "" || r.body["turn"] != "t1") {
 				t.Fatalf("busy answer without Retry-After or turn: %v %s", r.header, r.raw)

@@ -286,6 +286,9 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 		{"not an object", []byte(`[1,2]`), "bad_json"},
 		{"unknown field", []byte(`{"type":"message","content":"hi","colour":"red"}`), "bad_json"},
 		{"trailing data", []byte(`{"type":"message","content":"hi"} {"type":"message","content":"again"}`), "bad_json"},
+		{"key twice", []byte(`{"type":"message","content":"a","content":"b"}`), "bad_json"},
+		{"key in another case", []byte(`{"type":"message","content":"a","Content":"b"}`), "bad_json"},
+		{"type in another case", []byte(`{"type":"message","TYPE":"command","action":"reset"}`), "bad_json"},
 		{"unknown type", []byte(`{"type":"dance"}`), "unknown_type"},
 		{"empty content", []byte(`{"type":"message","content":"  ","client_msg_id":"e-1"}`), "empty_content"},
 		{"unknown action", []byte(`{"type":"command","action":"explode"}`), "unknown_action"},
@@ -299,6 +302,9 @@ func TestBadInputGetsErrorAndConnectionStays(t *testing.T) {
 			decode(t, f, &d)
 			if f.Type != event.Error || d.Code != tc.code || d.Message == "" || f.Seq != 0 {
 				t.Fatalf("got %s %+v, want error %s", f.Type, d, tc.code)
+			}
+			if strings.HasPrefix(tc.name, "key") && !strings.Contains(d.Message, `"content"`) {
+				t.Errorf("the error does not name the key: %+v", d)
 			}
 			if tc.code == "empty_content" && d.ClientMsgID != "e-1" {
 				t.Errorf("error does not name the message it answers: %+v", d)
