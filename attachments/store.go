@@ -18,6 +18,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
+	"github.com/frontdesk-hq/frontdesk/internal/diskerr"
 )
 
 // Defaults of the limits (attachments.max_bytes, attachments.max_per_message).
@@ -96,13 +97,18 @@ type meta struct {
 // Put stores what r yields under the sha256 of its content and returns
 // its record: Name is name sanitised (SanitizeName), Type sniffed from the
 // bytes (Sniff), whatever the sender claimed. A file over the limit is a
-// *TooLargeError; a read error is returned wrapped (errors.Is sees it).
-// On any error nothing is left on disk. Storing bytes already stored
-// keeps the one copy and records name as the latest name of the hash.
+// *TooLargeError; a read error is returned wrapped (errors.Is sees it); a
+// write that fails (a full disk) is a *diskerr.WriteError. On any error
+// no partial file is left on disk (a whole one may stay when only its
+// name record failed). Storing bytes already stored keeps the one
+// copy and records name as the latest name of the hash.
 func (s *Store) Put(r io.Reader, name string) (event.Attachment, error) {
+	fault := func(err error) (event.Attachment, error) {
+		return event.Attachment{}, diskerr.Wrap("store attachment", err)
+	}
 	tmp, err := os.CreateTemp(s.dir, tempPattern)
 	if err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	ok := false
 	defer func() {
@@ -117,14 +123,18 @@ func (s *Store) Put(r io.Reader, name string) (event.Attachment, error) {
 		return event.Attachment{}, fmt.Errorf("read attachment: %w", err)
 	}
 	n := len(head)
-	w := io.MultiWriter(tmp, h)
+	dst := &writeErr{w: tmp}
+	w := io.MultiWriter(dst, h)
 	if _, err := w.Write(head); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	size := int64(n)
 	if n == sniffLen {
 		m, err := io.Copy(w, io.LimitReader(r, s.maxBytes-size+1))
 		size += m
+		if dst.err != nil {
+			return fault(dst.err)
+		}
 		if err != nil {
 			return event.Attachment{}, fmt.Errorf("read attachment: %w", err)
 		}
@@ -133,31 +143,48 @@ func (s *Store) Put(r io.Reader, name string) (event.Attachment, error) {
 		return event.Attachment{}, &TooLargeError{Limit: s.maxBytes}
 	}
 	if err := tmp.Sync(); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	if err := tmp.Close(); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	a := event.Attachment{SHA256: hex.EncodeToString(h.Sum(nil)), Name: SanitizeName(name), Type: Sniff(head, name), Size: size}
 	sub := filepath.Join(s.dir, a.SHA256[:2])
 	if err := os.MkdirAll(sub, 0o700); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	final := filepath.Join(sub, a.SHA256)
 	if _, err := os.Stat(final); err == nil {
 		os.Remove(tmp.Name()) // the same bytes are there already
 	} else if err := os.Rename(tmp.Name(), final); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	ok = true
+	// The content is whole and on disk from here; a record that cannot be
+	// written fails the upload (a retry finds the content and writes it).
 	b, _ := json.Marshal(meta{Name: a.Name, Type: a.Type})
 	if err := atomicfile.Write(final+".json", b, 0o600); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	if err := atomicfile.SyncDir(sub); err != nil {
-		return event.Attachment{}, fmt.Errorf("store attachment: %w", err)
+		return fault(err)
 	}
 	return a, nil
+}
+
+// writeErr remembers the first error its writer returned, so that Put
+// tells a failed write (the disk) from a failed read (the sender).
+type writeErr struct {
+	w   io.Writer
+	err error
+}
+
+func (w *writeErr) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
 }
 
 // Path is where the file named h is (or would be). h must be valid

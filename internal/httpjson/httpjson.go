@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/diskerr"
 )
 
 // Error is an API error: Status is the HTTP status, Code a stable machine
@@ -64,7 +65,14 @@ func FromSession(err error) error {
 		in  *hub.InputError
 		se  *hub.StorageError
 		bad *hub.BadBoundError
+		we  *diskerr.WriteError
 	)
+	if errors.As(err, &we) && !errors.As(err, &se) {
+		// A write outside the hub (an attachment): the same fault, the
+		// same code.
+		se = &hub.StorageError{Code: hub.StorageCode(we.Err), Op: we.Op, Err: we.Err}
+		err = se
+	}
 	switch {
 	case errors.Is(err, hub.ErrClosed):
 		return Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
