@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package backup
 
 import (
 	"io/fs"
@@ -23,4 +23,14 @@ func chownTree(dir string, like os.FileInfo) error {
 		}
 		return os.Lchown(p, int(st.Uid), int(st.Gid))
 	})
+}
+
+// freeSpace is the bytes an unprivileged process may still write on the
+// file system of dir; tests replace it.
+var freeSpace = func(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
 }
