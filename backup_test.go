@@ -516,6 +516,12 @@ func TestRestoreRefuses(t *testing.T) {
 			writeTarGz(t, archive, tarEntry{tar.Header{Typeflag: tar.TypeReg, Name: backup.ManifestName}, string(b)})
 		}, "logs/chat.ndjson"},
 		{"missing archive", func(t *testing.T, archive, target string) {}, "no such file"},
+		{"only the manifest", func(t *testing.T, archive, target string) {
+			writeTarGz(t, archive, manifestEntry())
+		}, "holds no files, only its manifest"},
+		{"session.json larger than a state file can be", func(t *testing.T, archive, target string) {
+			writeTarGz(t, archive, manifestEntry(), regular("memory/short_term.md", "- hi\n"), regular("session.json", strings.Repeat(" ", 2<<20)))
+		}, `"session.json" is 2.0 MiB`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,23 +69,23 @@ func (lim Limits) withDefaults() Limits {
 // setting to change when there is one.
 func (lim Limits) check(name string, size int64, l Layout) error {
 	lim = lim.withDefaults()
-	max, what := lim.Other, "a memory, audit or email file (limit fixed at 1 GiB)"
+	max, what := lim.Other, "a memory, audit or email file (a fixed limit)"
 	switch {
 	case isLogPartName(name, l.ChatLog):
-		max, what = lim.LogPart, "a chat log part (limit: twice session.log_rotate_mb, at least 64 MiB; "+
+		max, what = lim.LogPart, "a chat log part (twice session.log_rotate_mb, at least 64 MiB: "+
 			"restore with the log_rotate_mb the backup was made with)"
 	case strings.HasPrefix(name, "attachments/") && strings.HasSuffix(name, ".json"):
-		max, what = lim.State, "an attachment's name record (limit 1 MiB)"
+		max, what = lim.State, "an attachment's name record (a fixed limit)"
 	case strings.HasPrefix(name, "attachments/"):
-		max, what = lim.Attachment, "an attachment (limit: attachments.max_bytes)"
+		max, what = lim.Attachment, "an attachment (attachments.max_bytes)"
 	case name == "session.json" || name == "email/state.json":
-		max, what = lim.State, "a state file (limit 1 MiB)"
+		max, what = lim.State, "a state file (a fixed limit)"
 	case name == "schedules.json":
-		max, what = lim.Schedules, "the schedules file (limit 64 MiB)"
+		max, what = lim.Schedules, "the schedules file (a fixed limit)"
 	}
 	if size > max {
-		return fmt.Errorf("entry %q is %d bytes, more than the data directory can hold as %s: %d; "+
-			"refusing the archive (nothing was restored)", name, size, what, max)
+		return fmt.Errorf("entry %q is %s (%d bytes), more than the %s allowed for %s; "+
+			"refusing the archive, nothing was restored", name, mib(size), size, mib(max), what)
 	}
 	return nil
 }
