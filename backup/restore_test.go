@@ -18,7 +18,7 @@ import (
 
 // gzMember is one gzip member holding b. A gzip file may be several
 // members one after the other; readers see their contents joined.
-func gzMember(t *testing.T, b []byte) []byte {
+func gzMember(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -33,7 +33,7 @@ func gzMember(t *testing.T, b []byte) []byte {
 
 // tarBytes is the raw tar stream of a manifest and of entries (name →
 // body), without its end-of-archive blocks.
-func tarBytes(t *testing.T, entries ...[2]string) []byte {
+func tarBytes(t testing.TB, entries ...[2]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
