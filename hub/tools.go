@@ -11,6 +11,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Tool limits.
@@ -163,12 +164,19 @@ func HistoryTools(src HistorySource, turn string) []agent.Tool {
 	}
 }
 
-// decodeArgs decodes tool arguments strictly; empty args mean defaults.
+// decodeArgs decodes tool arguments; empty args mean defaults. A key
+// twice, or in two cases ("query" and "Query"), is refused as on every
+// door (strictjson.CheckKeys): encoding/json would keep the last one.
+// Unknown keys are ignored: a model may send more than the schema asks.
 func decodeArgs(args json.RawMessage, v any) error {
 	if len(args) == 0 || string(args) == "null" {
 		return nil
 	}
-	if err := json.Unmarshal(args, v); err != nil {
+	err := json.Unmarshal(args, v)
+	if err == nil {
+		err = strictjson.CheckKeys(args)
+	}
+	if err != nil {
 		return fmt.Errorf("invalid arguments: %w", err)
 	}
 	return nil

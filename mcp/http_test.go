@@ -205,3 +205,25 @@ func TestSendMessageLimits(t *testing.T) {
 		t.Errorf("inputs in the conversation: %q", got)
 	}
 }
+
+// TestMCPArgsRefuseDuplicateKeys: tool arguments naming a key twice, or
+// in two cases, are refused as on every other door — before, the last
+// one won ({"content":"a","Content":"b"} sent "b") — and nothing reaches
+// the conversation.
+func TestMCPArgsRefuseDuplicateKeys(t *testing.T) {
+	h, url := serverWith(t, true, mcp.SendOptions{}, mcp.HTTPOptions{})
+	tests := []struct{ tool, args, key string }{
+		{"send_message", `{"content":"a","Content":"b"}`, `\"Content\"`},
+		{"send_message", `{"content":"a","content":"b"}`, `\"content\" appears twice`},
+		{"history_search", `{"query":"a","Query":"b"}`, `\"Query\"`},
+	}
+	for _, tc := range tests {
+		status, _, body := post(t, url, toolCall(1, tc.tool, tc.args))
+		if status != http.StatusOK || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, tc.key) {
+			t.Errorf("%s %s: %d %.300s, want a tool error naming %s", tc.tool, tc.args, status, body, tc.key)
+		}
+	}
+	if evs, err := h.Recent(context.Background(), 10); err != nil || len(evs) != 0 {
+		t.Fatalf("the refused calls left %d events (%v)", len(evs), err)
+	}
+}

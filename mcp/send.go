@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
+	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
 // Channel is the door send_message's inputs come through.
@@ -78,9 +78,7 @@ func SendTool(s Submitter, o SendOptions) agent.Tool {
 			var p struct {
 				Content string `json:"content"`
 			}
-			dec := json.NewDecoder(strings.NewReader(string(args)))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&p); err != nil {
+			if err := strictjson.Unmarshal(args, &p); err != nil {
 				return "", fmt.Errorf("invalid arguments: %w", err)
 			}
 			if int64(len(p.Content)) > o.MaxBytes {
