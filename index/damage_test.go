@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
@@ -41,12 +42,19 @@ func TestDamagedMiddleIsFoundAtOpenAndRebuilt(t *testing.T) {
 	}
 	ro.Close()
 
-	// A search for the newest message reads none of the damaged pages:
-	// without the check it would answer at once, unmarked, from the
-	// damaged file. With it, the search is marked until the check has
-	// found the damage and the index is rebuilt.
+	// Nothing reads the damaged pages but the check (no search yet, no
+	// catch-up: the index is level with the log): it alone must find the
+	// damage. (A search may read them too, depending on the file's layout,
+	// and would find it first — so none runs until the check has spoken.)
 	var logs logBuf
 	f, _ = followerLog(t, dir, c.seq, nil, &logs)
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(logs.String(), "search index is damaged"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the check did not find the damage within 60 s; log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Searches are marked until the index is rebuilt.
 	for {
 		res, err := f.Search(context.Background(), "zeppelin", index.Options{})
 		if err != nil {
