@@ -158,6 +158,9 @@ func (p *printer) endStream() {
 		return
 	}
 	line := p.partial + "\n"
+	if p.partial == "" {
+		line = "\r" // the row is empty: the last line ended with a newline
+	}
 	p.partial = ""
 	p.scr.setPrompt([]byte(crlf.Replace(line)), p.prompt, "^C")
 }
@@ -183,9 +186,17 @@ func (p *printer) interrupted() {
 // with a bare LF (raw mode), which leaves the cursor in the column where
 // the line ended. Back to the first column, where readline then draws
 // the prompt: output that starts a row then starts there too.
+//
+// During a streamed reply the line Enter ended was the reply's, with what
+// was typed after it: it stays, and the reply goes on on the next row.
 func (p *printer) entered() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.streaming != "" && p.scr != nil {
+		p.partial = ""
+		p.scr.setPrompt([]byte("\r"), "", "")
+		return
+	}
 	p.write("\r")
 }
 
