@@ -363,3 +363,19 @@ func TestConsoleMends(t *testing.T) {
 		t.Fatalf("SIGQUIT dumped goroutines:\n%s", scr)
 	}
 }
+
+// TestConsoleStartupLogIsReadable: a log line written while the server
+// starts, before the console's banner (here: a damaged chat log line
+// skipped), is in the console's form like the ones after it.
+func TestConsoleStartupLogIsReadable(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "d"), 0o700)
+	os.WriteFile(filepath.Join(dir, "d", "chat_history.ndjson"), []byte("not an event\n"), 0o600)
+	tm := startInPtyDir(t, dir, "-addr", "127.0.0.1:0", "-data", "d")
+	scr := tm.waitPrompt("")
+	banner := strings.Index(scr, "frontdesk console —")
+	warning := strings.Index(scr, "[warning] skipped malformed chat log lines (count=1)")
+	if warning < 0 || warning > banner || strings.Contains(scr, "level=") {
+		t.Fatalf("the startup log line is not in the console's form before the banner:\n%s", scr)
+	}
+}

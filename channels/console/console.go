@@ -82,6 +82,16 @@ func (s *LogSink) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// Readable makes the sink write each log line in the console's own form
+// ("[log] message (k=v …)", see humanLog) to where it writes now: for the
+// lines logged while the server starts, before Run takes them over, and
+// after the REPL ends.
+func (s *LogSink) Readable(color bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = readableLog{w: s.w, o: Options{Color: color}}
+}
+
 func (s *LogSink) swap(w io.Writer) io.Writer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
