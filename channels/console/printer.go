@@ -382,13 +382,35 @@ func (p *printer) user(e event.Event) {
 		if d.Channel == event.ChannelConsole {
 			return // typed here; send said it waits
 		}
-		p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + d.Content)
+		p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + userText(d))
 		return
 	}
 	if d.Channel == event.ChannelConsole {
 		return // typed here: it is on the screen already
 	}
-	p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+	p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + userText(d))
+}
+
+// userText is what a user event says: its words, and the names of the
+// files sent with it ("2 files: chart.png, notes.pdf"; alone for a
+// message of files only).
+func userText(d event.UserData) string {
+	n := len(d.Attachments)
+	if n == 0 {
+		return d.Content
+	}
+	names := make([]string, n)
+	for i, a := range d.Attachments {
+		names[i] = stripControl(a.Name)
+	}
+	files := fmt.Sprintf("%d files: %s", n, strings.Join(names, ", "))
+	if n == 1 {
+		files = "1 file: " + names[0]
+	}
+	if strings.TrimSpace(d.Content) == "" {
+		return files
+	}
+	return d.Content + " (" + files + ")"
 }
 
 // turnEnd closes a turn's output and says how it ended, unless completed.
@@ -425,7 +447,7 @@ func (p *printer) historyLine(e event.Event) {
 		if d.Queued {
 			mark = "[queued] "
 		}
-		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, mark+"["+label(d.Channel, d.From)+"] ") + d.Content)
+		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, mark+"["+label(d.Channel, d.From)+"] ") + userText(d))
 	case event.Assistant:
 		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, "assistant› ") + decode[event.AssistantData](e).Content)
 	case event.TurnEnd:
