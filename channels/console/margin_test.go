@@ -117,16 +117,19 @@ func startPtyREPL(t *testing.T, ctx context.Context, width int) *ptyREPL {
 	replDone := make(chan error, 1)
 	go func() { replDone <- Run(ctx, m, Options{Stdin: tty, Stdout: tty, Color: width%2 == 0}) }()
 	t.Cleanup(func() {
-		// A read of the terminal in progress ends when its other side
-		// closes (readline's Close does not interrupt it).
 		cancel()
-		ptm.Close()
 		if err := <-replDone; err != nil {
 			t.Error(err)
 		}
-		<-hubDone
+		// Both ends are in blocking mode (Fd was called) and a read(2) in
+		// progress holds its file open: a line (the terminal is back in
+		// canonical mode) wakes readline's reader, which has stopped, so
+		// that closing the terminal side ends the pump's read.
+		ptm.Write([]byte("\n"))
 		tty.Close()
 		<-pumped
+		ptm.Close()
+		<-hubDone
 	})
 	return r
 }
@@ -169,6 +172,8 @@ func (r *ptyREPL) waitPrompt(typed string) string {
 // turnEnd waits for the next turn_end on the session.
 func (r *ptyREPL) turnEnd(ctx context.Context) {
 	r.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	for {
 		f, ok := r.events.Next(ctx)
 		if !ok {
