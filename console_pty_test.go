@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/vtscreen"
 )
 
 // term is the frontdesk binary running in a pseudo-terminal, as an
@@ -63,7 +63,7 @@ func startInPtyDir(t *testing.T, dir string, args ...string) *term {
 
 func (tm *term) pump() {
 	buf := make([]byte, 4096)
-	vt := newVTScreen(160) // the pty's width; follows the output to answer cursor queries
+	vt := vtscreen.New(160, 40) // the pty's size; follows the output to answer cursor queries
 	for {
 		n, err := tm.pty.Read(buf)
 		if n > 0 {
@@ -71,16 +71,8 @@ func (tm *term) pump() {
 			// readline asks where the cursor is (before it draws its
 			// prompt, so as not to draw over text already on the row); a
 			// terminal answers with where the cursor really is.
-			rest := chunk
-			for {
-				i := bytes.Index(rest, []byte("\x1b[6n"))
-				if i < 0 {
-					vt.write(rest)
-					break
-				}
-				vt.write(rest[:i])
-				fmt.Fprintf(tm.pty, "\x1b[%d;%dR", min(vt.row, 39)+1, vt.col+1)
-				rest = rest[i+4:]
+			if answer := vt.Feed(chunk); len(answer) > 0 {
+				tm.pty.Write(answer)
 			}
 			tm.mu.Lock()
 			tm.out.Write(chunk)
@@ -101,8 +93,8 @@ func (tm *term) screen() string {
 	tm.mu.Lock()
 	b := append([]byte(nil), tm.out.Bytes()...)
 	tm.mu.Unlock()
-	vt := newVTScreen(160)
-	vt.write(b)
+	vt := vtscreen.New(160, 40)
+	vt.Write(b)
 	return vt.String()
 }
 
@@ -369,5 +361,21 @@ func TestConsoleMends(t *testing.T) {
 	tm.done <- nil
 	if scr := tm.screen(); strings.Contains(scr, "goroutine ") {
 		t.Fatalf("SIGQUIT dumped goroutines:\n%s", scr)
+	}
+}
+
+// TestConsoleStartupLogIsReadable: a log line written while the server
+// starts, before the console's banner (here: a damaged chat log line
+// skipped), is in the console's form like the ones after it.
+func TestConsoleStartupLogIsReadable(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "d"), 0o700)
+	os.WriteFile(filepath.Join(dir, "d", "chat_history.ndjson"), []byte("not an event\n"), 0o600)
+	tm := startInPtyDir(t, dir, "-addr", "127.0.0.1:0", "-data", "d")
+	scr := tm.waitPrompt("")
+	banner := strings.Index(scr, "frontdesk console —")
+	warning := strings.Index(scr, "[warning] skipped malformed chat log lines (count=1)")
+	if warning < 0 || warning > banner || strings.Contains(scr, "level=") {
+		t.Fatalf("the startup log line is not in the console's form before the banner:\n%s", scr)
 	}
 }

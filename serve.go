@@ -38,6 +38,13 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// Ctrl-\ in the console stops the server as a signal would.
 	ctx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
+	// The console REPL: on when stdin is a terminal (auto), or forced.
+	// Its terminal shows log lines in the console's form from the start.
+	withConsole := cfg.Channels.Console.Enabled == "true" || (cfg.Channels.Console.Enabled == "auto" && console.IsTerminal(stdin))
+	color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
+	if withConsole {
+		logs.Readable(color)
+	}
 	st, err := openStores(cfg, logger)
 	if err != nil {
 		return err
@@ -72,11 +79,10 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
 		version, ln.Addr(), cfg.DataDir, cfg.Agent.Backend)
 
-	// The console REPL: on when stdin is a terminal (auto), or forced. It
-	// ends on /quit, Ctrl-D or end of input; the server goes on.
+	// The console REPL ends on /quit, Ctrl-D or end of input; the server
+	// goes on.
 	var repl, mail, sched *task
-	if c := cfg.Channels.Console.Enabled; c == "true" || (c == "auto" && console.IsTerminal(stdin)) {
-		color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
+	if withConsole {
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
 				Stop:      func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() },

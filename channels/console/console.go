@@ -5,7 +5,9 @@
 //
 // Two goroutines: Run reads lines and pushes commands into the hub; a
 // printer goroutine prints the session's live stream through readline,
-// which redraws the prompt and the half-typed line after each write.
+// which redraws the prompt and the half-typed line after each write (see
+// screen for how the prompt changes, and printer.delta for how a reply is
+// streamed).
 package console
 
 import (
@@ -80,6 +82,16 @@ func (s *LogSink) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
+// Readable makes the sink write each log line in the console's own form
+// ("[log] message (k=v …)", see humanLog) to where it writes now: for the
+// lines logged while the server starts, before Run takes them over, and
+// after the REPL ends.
+func (s *LogSink) Readable(color bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = readableLog{w: s.w, o: Options{Color: color}}
+}
+
 func (s *LogSink) swap(w io.Writer) io.Writer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,11 +121,12 @@ const closedNote = "console closed; the server keeps running (stop it with Ctrl-
 // not start.
 func Run(ctx context.Context, s Session, o Options) error {
 	r := &repl{s: s, stop: o.Stop, sched: o.Schedules}
+	scr := &screen{w: o.Stdout}
 	cfg := &readline.Config{
 		Prompt:          o.style(bold, "you› "),
 		Stdin:           o.Stdin,
-		Stdout:          o.Stdout,
-		Stderr:          o.Stdout,
+		Stdout:          scr,
+		Stderr:          scr,
 		InterruptPrompt: "^C",
 		EOFPrompt:       "\n",
 		HistoryLimit:    -1, // nothing typed here is kept outside the chat log
@@ -136,18 +149,11 @@ func Run(ctx context.Context, s Session, o Options) error {
 	}
 	defer rl.Close()
 
-	prompt := cfg.Prompt
-	p := &printer{w: rl, o: o, prompt: func(hide bool) {
-		c := rl.GetConfig()
-		if hide {
-			// While a reply streams its line has no prompt after it, and
-			// Ctrl-C adds no "^C" to it: the notice says what happened.
-			c.Prompt, c.InterruptPrompt = "", ""
-		} else {
-			c.Prompt, c.InterruptPrompt = prompt, cfg.InterruptPrompt
-		}
-		rl.SetConfig(c)
-	}}
+	p := &printer{w: rl, o: o, prompt: cfg.Prompt, size: cfg.FuncGetSize}
+	if cfg.FuncIsTerminal() {
+		scr.rl = rl
+		p.scr = scr
+	}
 	r.p = p
 	if o.Logs != nil {
 		old := o.Logs.swap(logWriter{p})
@@ -180,6 +186,7 @@ func Run(ctx context.Context, s Session, o Options) error {
 			}
 			return nil
 		}
+		p.entered()
 		if quit := r.handle(ctx, strings.TrimSpace(stripControl(line))); quit {
 			p.say(o.style(dim, closedNote))
 			return nil

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,6 +108,32 @@ func TestPrinterResumesWithoutRepeats(t *testing.T) {
 	for _, w := range []string{"alpha ", "beta ", "gamma ", "the disk is full"} {
 		if n := strings.Count(got, w); n != 1 {
 			t.Errorf("%q printed %d times, want once:\n%s", w, n, got)
+		}
+	}
+}
+
+// TestHelpAndREADMEListEveryCommand: each command /help lists is in the
+// README's table of terminal commands, and /approve and /deny are there.
+func TestHelpAndREADMEListEveryCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	for _, l := range strings.Split(help, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  /") {
+			cmds = append(cmds, f[0])
+		}
+	}
+	if !slices.Contains(cmds, "/approve") || !slices.Contains(cmds, "/deny") {
+		t.Errorf("/help lacks /approve or /deny: %v", cmds)
+	}
+	for _, c := range cmds {
+		if c == "/help" || c == "/quit" {
+			continue // "| `/help` |", "| Ctrl-D, `/quit` |"
+		}
+		if !strings.Contains(string(readme), "| `"+c) {
+			t.Errorf("README's terminal table has no row for %s", c)
 		}
 	}
 }

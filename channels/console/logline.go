@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -20,6 +21,26 @@ func (l logWriter) Write(b []byte) (int, error) {
 		if line != "" {
 			l.p.say(l.p.o.style(dim, humanLog(line)))
 		}
+	}
+	return len(b), nil
+}
+
+// readableLog writes log lines in the console's own form, without a
+// prompt to keep (no REPL runs).
+type readableLog struct {
+	w io.Writer
+	o Options
+}
+
+func (l readableLog) Write(b []byte) (int, error) {
+	var out strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if line != "" {
+			out.WriteString(l.o.style(dim, humanLog(line)) + "\n")
+		}
+	}
+	if _, err := io.WriteString(l.w, out.String()); err != nil {
+		return 0, err
 	}
 	return len(b), nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -20,11 +22,17 @@ type printer struct {
 	w  io.Writer
 	o  Options
 
-	// prompt hides readline's prompt while a reply streams (true) and
-	// shows it again; nil: nothing to hide (tests).
-	prompt func(hide bool)
+	// scr, if set, is the terminal through readline: the row a reply is
+	// being streamed on is readline's prompt (see stream). Nil: a reply's
+	// words are written as they come (not a terminal; tests).
+	scr *screen
+	// prompt is the prompt typed lines follow.
+	prompt string
+	// size is the terminal's width and height.
+	size func() (int, int)
 
 	streaming string // turn whose reply is being streamed on the current line
+	partial   string // with scr: the streamed line so far, shown as the prompt
 	cut       string // turn whose streamed line Ctrl-C ended (its reply is on screen)
 	lastSeq   int64
 	queued    map[string]string // waiting inputs' labels by turn, for their start
@@ -69,39 +77,125 @@ func (p *printer) line(s string) {
 	p.write("\r" + s + "\n")
 }
 
-// startStream begins a reply's line: the prompt is hidden until it ends,
-// so it is not drawn after the streamed words.
+// startStream begins a reply's line.
 func (p *printer) startStream(turn string) {
 	if p.streaming != "" {
 		p.endStream()
 	}
-	if p.prompt != nil {
-		p.prompt(true)
-	}
 	p.streaming = turn
-	p.write(p.o.style(bold, "assistant› "))
+	label := p.o.style(bold, "assistant› ")
+	if p.scr == nil {
+		p.write(label)
+		return
+	}
+	p.partial = label
+	p.showStream()
+}
+
+// delta adds streamed words to the reply's line.
+//
+// On a terminal the line being streamed is readline's prompt (with what
+// was typed meanwhile after it), and only finished lines are written
+// above it: readline measures its prompt by display width and wraps it
+// as the terminal does, so it erases and redraws exactly what is on the
+// screen. Text written through readline without a newline at its end
+// would be measured by its count of runes, and the cursor taken to the
+// next row as soon as a row is full, where a terminal keeps it in the
+// last column until the next character (a pending wrap): a reply ending
+// at the right margin, or holding wide characters, was partly erased by
+// the next redraw.
+func (p *printer) delta(text string) {
+	if p.scr == nil {
+		p.write(text)
+		return
+	}
+	p.partial += streamText(text)
+	p.showStream()
+}
+
+// showStream writes the streamed reply's finished lines and makes the
+// rest readline's prompt.
+func (p *printer) showStream() {
+	var done string
+	if i := strings.LastIndexByte(p.partial, '\n'); i >= 0 {
+		done, p.partial = p.partial[:i+1], p.partial[i+1:]
+	}
+	// A prompt taller than the screen cannot be redrawn in place: a long
+	// paragraph is ended at a space while it is well within it (wide
+	// characters take two columns, hence runes × 2).
+	if w, h := p.size(); utf8.RuneCountInString(p.partial)*2 > w*max(h/2, 2) {
+		i := strings.LastIndexByte(p.partial, ' ')
+		if i <= 0 {
+			i = len(p.partial)
+		}
+		done += p.partial[:i] + "\n"
+		p.partial = strings.TrimPrefix(p.partial[i:], " ")
+	}
+	if done == "" {
+		done = "\x1b[0m" // writes nothing, for readline to redraw
+	}
+	p.scr.setPrompt([]byte(crlf.Replace(done)), p.partial, "")
+}
+
+// streamText is streamed text as it can be shown in the prompt: no
+// control characters but newlines, tabs as spaces (readline counts a tab
+// as four columns, a terminal moves to the next multiple of eight).
+func streamText(s string) string {
+	s = strings.ReplaceAll(s, "\t", "    ")
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029') {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // endStream ends the streamed line and brings the prompt back below it.
 func (p *printer) endStream() {
-	if p.prompt != nil {
-		p.prompt(false) // before the write: readline redraws after it
-	}
-	p.write("\n")
 	p.streaming = ""
+	if p.scr == nil {
+		p.write("\n")
+		return
+	}
+	line := p.partial + "\n"
+	if p.partial == "" {
+		line = "\r" // the row is empty: the last line ended with a newline
+	}
+	p.partial = ""
+	p.scr.setPrompt([]byte(crlf.Replace(line)), p.prompt, "^C")
 }
 
 // interrupted is called when Ctrl-C ended readline's line: during a
-// streamed reply that line was the reply's own, now ended.
+// streamed reply that line was the reply's own, now ended (readline drew
+// it last, and leaves it on the screen).
 func (p *printer) interrupted() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.streaming != "" {
 		p.cut = p.streaming
-		p.streaming = ""
-		if p.prompt != nil {
-			p.prompt(false)
+		p.streaming, p.partial = "", ""
+		if p.scr != nil {
+			p.scr.setPrompt([]byte("\r"), p.prompt, "^C")
+			return
 		}
+	}
+	p.write("\r")
+}
+
+// entered is called when Enter ended readline's line: readline ends it
+// with a bare LF (raw mode), which leaves the cursor in the column where
+// the line ended. Back to the first column, where readline then draws
+// the prompt: output that starts a row then starts there too.
+//
+// During a streamed reply the line Enter ended was the reply's, with what
+// was typed after it: it stays, and the reply goes on on the next row.
+func (p *printer) entered() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.streaming != "" && p.scr != nil {
+		p.partial = ""
+		p.scr.setPrompt([]byte("\r"), "", "")
+		return
 	}
 	p.write("\r")
 }
@@ -234,7 +328,7 @@ func (p *printer) event(e event.Event) {
 		if p.streaming != e.Turn {
 			p.startStream(e.Turn)
 		}
-		p.write(decode[event.TextData](e).Text)
+		p.delta(decode[event.TextData](e).Text)
 	case event.Assistant:
 		d := decode[event.AssistantData](e)
 		if p.streaming == e.Turn {
@@ -288,13 +382,35 @@ func (p *printer) user(e event.Event) {
 		if d.Channel == event.ChannelConsole {
 			return // typed here; send said it waits
 		}
-		p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + d.Content)
+		p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + userText(d))
 		return
 	}
 	if d.Channel == event.ChannelConsole {
 		return // typed here: it is on the screen already
 	}
-	p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + d.Content)
+	p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + userText(d))
+}
+
+// userText is what a user event says: its words, and the names of the
+// files sent with it ("2 files: chart.png, notes.pdf"; alone for a
+// message of files only).
+func userText(d event.UserData) string {
+	n := len(d.Attachments)
+	if n == 0 {
+		return d.Content
+	}
+	names := make([]string, n)
+	for i, a := range d.Attachments {
+		names[i] = stripControl(a.Name)
+	}
+	files := fmt.Sprintf("%d files: %s", n, strings.Join(names, ", "))
+	if n == 1 {
+		files = "1 file: " + names[0]
+	}
+	if strings.TrimSpace(d.Content) == "" {
+		return files
+	}
+	return d.Content + " (" + files + ")"
 }
 
 // turnEnd closes a turn's output and says how it ended, unless completed.
@@ -331,7 +447,7 @@ func (p *printer) historyLine(e event.Event) {
 		if d.Queued {
 			mark = "[queued] "
 		}
-		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, mark+"["+label(d.Channel, d.From)+"] ") + d.Content)
+		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, mark+"["+label(d.Channel, d.From)+"] ") + userText(d))
 	case event.Assistant:
 		p.line(p.o.style(dim, ts+" ") + p.o.style(bold, "assistant› ") + decode[event.AssistantData](e).Content)
 	case event.TurnEnd:
