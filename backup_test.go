@@ -24,7 +24,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/backup"
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testchat"
 )
 
 // lockedBuffer is a bytes.Buffer several goroutines may write.
@@ -140,20 +140,6 @@ func archiveEntries(t *testing.T, path string) []*tar.Header {
 		}
 		hs = append(hs, h)
 	}
-}
-
-// readLog reads every event of the chat log at path, failing on a skipped
-// line.
-func readLog(t *testing.T, path string) []event.Event {
-	t.Helper()
-	evs, truncated, st, err := history.NewReader(path).Range(context.Background(), history.Bound{}, history.Bound{}, 0)
-	if err != nil || truncated {
-		t.Fatalf("read %s: %v (truncated %v)", path, err, truncated)
-	}
-	if st.Skipped > 0 {
-		t.Fatalf("read %s: %d malformed or partial lines", path, st.Skipped)
-	}
-	return evs
 }
 
 // TestBackupWhileTurnStreams backs up a running server while a client keeps
@@ -334,7 +320,7 @@ func TestBackupWhileTurnStreams(t *testing.T) {
 	if _, err := runCmd(t, "restore", "-config", cfg, "-data", restored, archive); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	evs := readLog(t, filepath.Join(restored, "chat_history.ndjson"))
+	evs := testchat.ReadAll(t, filepath.Join(restored, "chat_history.ndjson"))
 	seen := map[string]int{}
 	var prev int64
 	for _, e := range evs {

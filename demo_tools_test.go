@@ -12,27 +12,8 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/testnpm"
 )
-
-// referenceServer is the path of an MCP reference server installed from
-// npm by .ci/run (under $FRONTDESK_MCP_NPM, default
-// ~/.cache/frontdesk-mcp-npm); the test is skipped without it, except in CI.
-func referenceServer(t *testing.T, bin string) string {
-	t.Helper()
-	dir := os.Getenv("FRONTDESK_MCP_NPM")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "frontdesk-mcp-npm")
-	}
-	p := filepath.Join(dir, "node_modules", ".bin", bin)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (.ci/run installs it): %v", bin, err)
-		}
-		t.Skipf("%s is not installed: %v", bin, err)
-	}
-	return p
-}
 
 // The README's "Try an approval offline", with the real binary: the demo
 // agent, the MCP reference server under confirm: ["*"], and a plain
@@ -40,7 +21,7 @@ func referenceServer(t *testing.T, bin string) string {
 // client, the HTTP door approves it, the tool runs and the demo replies
 // with its answer; a second call, denied, is not run and the reply says so.
 func TestDemoCallsAnMCPToolAfterApproval(t *testing.T) {
-	everything := referenceServer(t, "mcp-server-everything")
+	everything := testnpm.Server(t, "mcp-server-everything")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
 	conf := "mcp:\n  servers:\n    - name: everything\n      command: " + strconv.Quote(everything) + "\n      confirm: [\"*\"]\n"

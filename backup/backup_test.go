@@ -1,7 +1,6 @@
 package backup
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,25 +10,12 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testchat"
 )
 
 // layoutOf is the default layout of the data directory dir.
 func layoutOf(dir string) Layout {
 	return Layout{DataDir: dir, ChatLog: "chat_history.ndjson", Memory: "memory", Index: filepath.Join(dir, "search.db")}
-}
-
-// readLog reads every event of the chat log at path, failing on a skipped
-// line.
-func readLog(t *testing.T, path string) []event.Event {
-	t.Helper()
-	evs, truncated, st, err := history.NewReader(path).Range(context.Background(), history.Bound{}, history.Bound{}, 0)
-	if err != nil || truncated {
-		t.Fatalf("read %s: %v (truncated %v)", path, err, truncated)
-	}
-	if st.Skipped > 0 {
-		t.Fatalf("read %s: %d malformed or partial lines", path, st.Skipped)
-	}
-	return evs
 }
 
 // TestBackupRotationDuringCopy rotates the chat log at each step of the
@@ -117,7 +103,7 @@ func TestBackupRotationDuringCopy(t *testing.T) {
 			if _, err := Restore(archive, layoutOf(restored), Limits{}); err != nil {
 				t.Fatal(err)
 			}
-			evs := readLog(t, filepath.Join(restored, "chat_history.ndjson"))
+			evs := testchat.ReadAll(t, filepath.Join(restored, "chat_history.ndjson"))
 			for i, e := range evs {
 				if e.Seq != int64(i+1) {
 					t.Fatalf("restored log: event %d has seq %d, want %d (a gap or a line twice)", i, e.Seq, i+1)

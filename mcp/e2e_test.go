@@ -22,6 +22,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testnpm"
 	"github.com/frontdesk-hq/frontdesk/mcp"
 )
 
@@ -179,26 +180,6 @@ func toolEvents(t *testing.T, evs []event.Event) (call event.ToolCallData, res e
 	return
 }
 
-// npmServer returns the path of a reference MCP server installed from npm
-// by .ci/run (under $FRONTDESK_MCP_NPM, default ~/.cache/frontdesk-mcp-npm),
-// skipping the test when it is missing — except in CI, which installs them.
-func npmServer(t *testing.T, bin string) string {
-	t.Helper()
-	dir := os.Getenv("FRONTDESK_MCP_NPM")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "frontdesk-mcp-npm")
-	}
-	p := filepath.Join(dir, "node_modules", ".bin", bin)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (.ci/run installs it): %v", bin, err)
-		}
-		t.Skipf("%s is not installed (npm install --prefix %s @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem)", bin, dir)
-	}
-	return p
-}
-
 // The model calls an MCP tool through the openai backend: the call and its
 // result stream to two WebSocket clients, labelled with the server, and
 // land in the chat log.
@@ -231,8 +212,8 @@ func TestModelCallsAnMCPToolSeenByEveryClient(t *testing.T) {
 // the model; server-everything's long-running operation is cancelled from
 // a client and the turn ends cancelled within a second.
 func TestReferenceServers(t *testing.T) {
-	files := npmServer(t, "mcp-server-filesystem")
-	everything := npmServer(t, "mcp-server-everything")
+	files := testnpm.Server(t, "mcp-server-filesystem")
+	everything := testnpm.Server(t, "mcp-server-everything")
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the spare key is under the blue flowerpot"), 0o600); err != nil {
 		t.Fatal(err)
