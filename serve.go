@@ -24,6 +24,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/internal/limithits"
 	"github.com/frontdesk-hq/frontdesk/mcp"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/schedule"
@@ -237,7 +238,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AllowedHosts:   cfg.Server.AllowedHosts,
 		WS:             a.ws,
 		Messages:       messages,
-		MCP:            mcpServeHandler(cfg, a.hub),
+		MCP:            mcpServeHandler(cfg, a.hub, registry),
 		MCPServers:     mcpStates,
 		Registry:       registry,
 
@@ -282,15 +283,17 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 
 // mcpServeHandler is /mcp (mcp.serve): the history tools, and
 // send_message with mcp.serve_send; nil when off.
-func mcpServeHandler(cfg config.Config, h *hub.SessionManager) http.Handler {
+func mcpServeHandler(cfg config.Config, h *hub.SessionManager, registry *prometheus.Registry) http.Handler {
 	if !cfg.MCP.Serve {
 		return nil
 	}
 	served := hub.HistoryTools(h, "")
 	if cfg.MCP.ServeSend {
 		// The webhook's limits: both put a script's message into the session.
+		limited := limithits.Counter("mcp_send_rate")
+		registry.MustRegister(limited)
 		served = append(served, mcp.SendTool(h, mcp.SendOptions{MaxBytes: cfg.Server.MaxMessageBytes,
-			RatePerSec: cfg.Channels.Webhook.RatePerSec, RateBurst: cfg.Channels.Webhook.RateBurst}))
+			RatePerSec: cfg.Channels.Webhook.RatePerSec, RateBurst: cfg.Channels.Webhook.RateBurst, Limited: limited}))
 	}
 	return mcp.Handler(mcp.NewServer(version, served), mcp.HTTPOptions{MaxBodyBytes: cfg.Server.MaxMessageBytes})
 }

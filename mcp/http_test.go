@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/internal/limithits"
+	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -168,7 +171,8 @@ func TestSendMessageLimits(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	var elapsed atomic.Int64 // the tool reads the clock on the server's goroutines
 	now := func() time.Time { return t0.Add(time.Duration(elapsed.Load())) }
-	h, url := serverWith(t, true, mcp.SendOptions{MaxBytes: 2048, RatePerSec: 1, RateBurst: 3, Now: now},
+	limited := limithits.Counter("mcp_send_rate")
+	h, url := serverWith(t, true, mcp.SendOptions{MaxBytes: 2048, RatePerSec: 1, RateBurst: 3, Now: now, Limited: limited},
 		mcp.HTTPOptions{MaxBodyBytes: 1 << 20})
 	cs, err := connect(t, url, token)
 	if err != nil {
@@ -186,6 +190,9 @@ func TestSendMessageLimits(t *testing.T) {
 	out, isErr := call(t, cs, "send_message", map[string]any{"content": "one too many"})
 	if !isErr || !strings.Contains(out, "rate_limited") || !strings.Contains(out, "try again in 1 s") {
 		t.Errorf("call over the burst: %v %s", isErr, out)
+	}
+	if n, _ := testmetrics.Value(testmetrics.Scrape(t, limited), `frontdesk_limit_hits_total{limit="mcp_send_rate"}`); n != 1 {
+		t.Errorf("frontdesk_limit_hits_total{limit=\"mcp_send_rate\"} = %v, want 1", n)
 	}
 	elapsed.Add(int64(time.Second)) // one more token
 	if out, isErr := call(t, cs, "send_message", map[string]any{"content": "later"}); isErr {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -39,6 +41,8 @@ type SendOptions struct {
 	RateBurst  int
 	// Now is the rate limiter's clock. Default time.Now.
 	Now func() time.Time
+	// Limited counts the calls the rate limit refused; nil counts nothing.
+	Limited prometheus.Counter
 }
 
 // SendTool returns send_message: it puts content into the shared
@@ -71,6 +75,9 @@ func SendTool(s Submitter, o SendOptions) agent.Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string","minLength":1,"description":"the message"}},"required":["content"],"additionalProperties":false}`),
 		Call: func(ctx context.Context, args json.RawMessage) (string, error) {
 			if ok, retry := take(); !ok {
+				if o.Limited != nil {
+					o.Limited.Inc()
+				}
 				secs := int(math.Ceil(retry.Seconds()))
 				return "", fmt.Errorf("rate_limited: too many messages: this server takes %d at once, then %g a second; try again in %d s",
 					o.RateBurst, o.RatePerSec, secs)

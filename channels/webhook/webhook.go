@@ -18,6 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/internal/limithits"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
@@ -70,13 +71,8 @@ func New(s Session, opts Options) *Handler {
 		opts.Now = time.Now
 	}
 	return &Handler{s: s, opts: opts, limit: ratelimit.New(opts.RatePerSec, opts.RateBurst),
-		limited: prometheus.NewCounter(prometheus.CounterOpts{Name: "frontdesk_limit_hits_total", Help: limitHitsHelp,
-			ConstLabels: prometheus.Labels{"limit": "webhook_rate"}})}
+		limited: limithits.Counter("webhook_rate")}
 }
-
-// limitHitsHelp must equal the WebSocket channel's help for the same
-// family: a registry merges the series only if the help strings match.
-const limitHitsHelp = "Requests refused by a limit, by limit: max_clients (WebSocket closed with 1013), frame_rate (WebSocket frame answered rate_limited), webhook_rate (POST /api/messages answered 429)."
 
 // Collectors returns the handler's metrics for a Prometheus registry.
 func (h *Handler) Collectors() []prometheus.Collector { return []prometheus.Collector{h.limited} }
