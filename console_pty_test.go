@@ -33,6 +33,7 @@ type term struct {
 	out  bytes.Buffer // everything the terminal showed
 	more chan struct{}
 	done chan error
+	eof  chan struct{} // closed when everything the program wrote has been read
 }
 
 func startInPty(t *testing.T, args ...string) *term {
@@ -50,7 +51,7 @@ func startInPtyDir(t *testing.T, dir string, args ...string) *term {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := &term{t: t, cmd: cmd, pty: f, more: make(chan struct{}, 1), done: make(chan error, 1)}
+	tm := &term{t: t, cmd: cmd, pty: f, more: make(chan struct{}, 1), done: make(chan error, 1), eof: make(chan struct{})}
 	go tm.pump()
 	go func() { tm.done <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -62,6 +63,7 @@ func startInPtyDir(t *testing.T, dir string, args ...string) *term {
 }
 
 func (tm *term) pump() {
+	defer close(tm.eof)
 	buf := make([]byte, 4096)
 	vt := vtscreen.New(160, 40) // the pty's size; follows the output to answer cursor queries
 	for {
@@ -86,6 +88,20 @@ func (tm *term) pump() {
 			return
 		}
 	}
+}
+
+// exited waits for the program to exit and for the last of its output to
+// be read (the pump may lag behind the exit): then screen is final.
+func (tm *term) exited() error {
+	tm.t.Helper()
+	err := <-tm.done
+	tm.done <- err
+	select {
+	case <-tm.eof:
+	case <-time.After(5 * time.Second):
+		tm.t.Fatal("the terminal's output did not end within 5 s of the exit")
+	}
+	return err
 }
 
 // screen is what the terminal shows now (all lines, scrollback included).
@@ -323,10 +339,9 @@ func TestConsoleMends(t *testing.T) {
 	// Ctrl-\ at the prompt stops the server; what was typed after it is
 	// neither kept nor sent.
 	tm.typeText("\x1c\x1c/status\r")
-	if err := <-tm.done; err != nil {
+	if err := tm.exited(); err != nil {
 		t.Fatalf("exit after Ctrl-\\: %v\n%s", err, tm.screen())
 	}
-	tm.done <- nil
 	scr = tm.screen()
 	lines := strings.Split(strings.TrimRight(scr, "\n "), "\n")
 	if last := lines[len(lines)-1]; strings.HasPrefix(last, "you›") {
@@ -355,10 +370,9 @@ func TestConsoleMends(t *testing.T) {
 	tm.typeText("/quit\r")
 	tm.waitFor(`console closed; the server keeps running \(stop it with Ctrl-C or Ctrl-\\`, 1)
 	tm.cmd.Process.Signal(syscall.SIGQUIT)
-	if err := <-tm.done; err != nil {
+	if err := tm.exited(); err != nil {
 		t.Fatalf("exit after SIGQUIT: %v\n%s", err, tm.screen())
 	}
-	tm.done <- nil
 	if scr := tm.screen(); strings.Contains(scr, "goroutine ") {
 		t.Fatalf("SIGQUIT dumped goroutines:\n%s", scr)
 	}
