@@ -34,19 +34,24 @@ soak:
 # Every native fuzz target (func FuzzXxx in a _test.go file), FUZZTIME each,
 # one after another. Their seeds also run in `make test`; a crasher is kept
 # in the package's testdata/fuzz/ and then runs there too: commit it.
-# A run that fails without writing a crasher is the fuzzer's own failure
-# (its coordinator gives up on a busy worker as the time runs out: "context
-# deadline exceeded"), not a finding: that target runs once more.
+# Go 1.26's fuzz coordinator can fail a target as -fuzztime runs out
+# ("context deadline exceeded", no crasher written: golang/go#75804, fixed
+# in Go 1.27) — seen in 1 to 2 of the 15 targets per clean CI run here. Such
+# a run is tried again, up to three times in all, and is not a finding;
+# any other failure, or a crasher written, fails at once.
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for f in $$(git ls-files '*_test.go'); do \
+	@set -e; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	for f in $$(git ls-files '*_test.go'); do \
 	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
-	    d=./$$(dirname $$f); echo "fuzz $$t in $$d for $(FUZZTIME)"; \
-	    if ! $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$d; then \
-	      if [ -n "$$(git status --porcelain -- $$d/testdata/fuzz/$$t)" ]; then exit 1; fi; \
-	      echo "fuzz $$t failed without a crasher: once more"; \
-	      $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$d; \
-	    fi; \
+	    d=./$$(dirname $$f); \
+	    for try in 1 2 3; do \
+	      echo "fuzz $$t in $$d for $(FUZZTIME)"; \
+	      rc=0; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$d > "$$out" 2>&1 || rc=$$?; cat "$$out"; \
+	      [ $$rc -eq 0 ] && break; \
+	      if [ -n "$$(git status --porcelain -- $$d/testdata/fuzz/$$t)" ] || ! grep -q 'context deadline exceeded' "$$out"; then exit 1; fi; \
+	      echo "fuzz $$t: the Go fuzz coordinator's deadline race (golang/go#75804), no crasher: not a finding"; \
+	    done; \
 	  done; \
 	done
 
