@@ -506,21 +506,6 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-func TestMidTurnReplayIncludesDeltas(t *testing.T) {
-	g := testagent.NewGate()
-	h := startHub(t, Config{}, g)
-	s, _ := subscribe(t, h, 0)
-	submit(t, h, "hi", "c-1")
-	until(t, s, event.Delta)
-	_, snap := subscribe(t, h, 1)
-	if got := len(snap.Replay); got != 2 || snap.Replay[1].Event.Type != event.Delta {
-		t.Fatalf("mid-turn replay since 1 = %d events, want status + delta", got)
-	}
-	if !snap.Connected.Busy {
-		t.Error("connected.busy = false during a turn")
-	}
-}
-
 func TestTurnRunsWithNoSubscribers(t *testing.T) {
 	h := startHub(t, Config{}, &agent.Demo{})
 	r := submit(t, h, "anyone there?", "c-1")

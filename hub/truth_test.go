@@ -68,6 +68,9 @@ func TestResumeMidTurnReplaysWhatCameAfterSince(t *testing.T) {
 		{1, "[status:0 delta:0]"},
 	} {
 		_, snap := subscribe(t, h, c.since)
+		if !snap.Connected.Busy {
+			t.Errorf("since=%d: connected.busy = false during a turn", c.since)
+		}
 		if got := seqsOf(snap.Replay); got != c.want || !snap.Synced.Gapless || snap.Synced.LastSeq != 1 {
 			t.Errorf("since=%d: replay %s (gapless %v, last_seq %d), want %s, gapless, last_seq 1",
 				c.since, got, snap.Synced.Gapless, snap.Synced.LastSeq, c.want)

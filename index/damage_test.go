@@ -48,12 +48,7 @@ func TestDamagedMiddleIsFoundAtOpenAndRebuilt(t *testing.T) {
 	// and would find it first — so none runs until the check has spoken.)
 	var logs logBuf
 	f, _ = followerLog(t, dir, c.seq, nil, &logs)
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(logs.String(), "search index is damaged"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the check did not find the damage within 60 s; log:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	logs.waitFor(t, "search index is damaged", 60*time.Second)
 	// Searches are marked until the index is rebuilt.
 	for {
 		res, err := f.Search(context.Background(), "zeppelin", index.Options{})

@@ -73,12 +73,46 @@ func (c *chatLog) fill(n int, word func(i int) string) {
 
 // logBuf collects log lines from any goroutine.
 type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed at the next Write
 }
 
-func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.written != nil {
+		close(l.written)
+		l.written = nil
+	}
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// waitFor waits until the log holds want, failing after d.
+func (l *logBuf) waitFor(t *testing.T, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		if strings.Contains(l.b.String(), want) {
+			l.mu.Unlock()
+			return
+		}
+		if l.written == nil {
+			l.written = make(chan struct{})
+		}
+		written := l.written
+		l.mu.Unlock()
+		select {
+		case <-written:
+		case <-deadline.C:
+			t.Fatalf("the log never said %q within %v:\n%s", want, d, l.String())
+		}
+	}
+}
 
 func follower(t *testing.T, dir string, logSeq int64, mem index.MemorySource) (*index.Follower, func()) {
 	t.Helper()

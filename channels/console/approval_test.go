@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -36,26 +35,16 @@ func TestApproveFromTheTerminal(t *testing.T) {
 	var out syncBuffer
 	repl := make(chan error, 1)
 	go func() { repl <- Run(ctx, m, Options{Stdin: in, Stdout: &out}) }()
-	waitOut := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %q:\n%s", want, out.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	io.WriteString(typed, "delete the file\n")
-	waitOut("approval needed [a")
+	out.waitFor(t, "approval needed [a", 1)
 	if !strings.Contains(out.String(), `files__delete {"path":"/tmp/x"}`) {
 		t.Errorf("the request does not show the call:\n%s", out.String())
 	}
 	io.WriteString(typed, "/approve\n") // the only one waiting
-	waitOut("approved (console)")
-	waitOut("done")
+	out.waitFor(t, "approved (console)", 1)
+	out.waitFor(t, "done", 1)
 	io.WriteString(typed, "/deny a1\n")
-	waitOut("deny failed: no tool call is waiting")
+	out.waitFor(t, "deny failed: no tool call is waiting", 1)
 	typed.Close()
 	if err := <-repl; err != nil {
 		t.Fatal(err)

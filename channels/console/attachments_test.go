@@ -6,9 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
@@ -51,17 +49,7 @@ func TestAttachmentsAreShown(t *testing.T) {
 	var out syncBuffer
 	repl := make(chan error, 1)
 	go func() { repl <- Run(ctx, m, Options{Stdin: in, Stdout: &out}) }()
-	waitOut := func(want string, n int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for strings.Count(out.String(), want) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %q %d times:\n%s", want, n, out.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitOut("/help for commands", 1)
+	out.waitFor(t, "/help for commands", 1)
 	for _, in := range []hub.Input{
 		{Channel: "web", Attachments: []event.Attachment{{SHA256: "aa"}, {SHA256: "bb"}}},
 		{Channel: "web", Content: "and this one", Attachments: []event.Attachment{{SHA256: "bb", Name: "minutes.pdf"}}},
@@ -73,11 +61,11 @@ func TestAttachmentsAreShown(t *testing.T) {
 		}
 		<-d
 	}
-	waitOut("[web] 2 files: chart.png, notes.pdf\r\n", 1)
-	waitOut("[web] and this one (1 file: minutes.pdf)\r\n", 1)
+	out.waitFor(t, "[web] 2 files: chart.png, notes.pdf\r\n", 1)
+	out.waitFor(t, "[web] and this one (1 file: minutes.pdf)\r\n", 1)
 	io.WriteString(typed, "/history 20\n")
-	waitOut("[web] 2 files: chart.png, notes.pdf\r\n", 2)
-	waitOut("[web] and this one (1 file: minutes.pdf)\r\n", 2)
+	out.waitFor(t, "[web] 2 files: chart.png, notes.pdf\r\n", 2)
+	out.waitFor(t, "[web] and this one (1 file: minutes.pdf)\r\n", 2)
 	typed.Close()
 	if err := <-repl; err != nil {
 		t.Fatal(err)

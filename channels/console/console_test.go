@@ -19,15 +19,21 @@ import (
 	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
 )
 
-// syncBuffer is an io.Writer the REPL's goroutines may share.
+// syncBuffer is an io.Writer the REPL's goroutines may share; a test
+// waits on it for what the terminal shows.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed at the next Write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -35,6 +41,31 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFor waits until want has been written at least n times, failing
+// after 10 s.
+func (s *syncBuffer) waitFor(t *testing.T, want string, n int) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if strings.Count(s.b.String(), want) >= n {
+			s.mu.Unlock()
+			return
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		select {
+		case <-written:
+		case <-deadline.C:
+			t.Fatalf("the terminal never showed %q %d times:\n%s", want, n, s.String())
+		}
+	}
 }
 
 // TestStorageFaultIsPrinted: on a data directory that takes no writes, a
