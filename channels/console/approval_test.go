@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -26,15 +25,9 @@ func TestApproveFromTheTerminal(t *testing.T) {
 	var runs atomic.Int32
 	m := hub.New(hub.Config{DataDir: dir, Tools: testagent.Confirmed("files__delete", &runs), Logger: slog.New(slog.DiscardHandler)},
 		lg, testagent.CallTool{Name: "files__delete", Args: `{"path":"/tmp/x"}`})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	in, typed := io.Pipe()
-	var out syncBuffer
-	repl := make(chan error, 1)
-	go func() { repl <- Run(ctx, m, Options{Stdin: in, Stdout: &out}) }()
+	r, stop := runREPL(m)
+	defer stop()
+	typed, out, repl := r.typed, r.out, r.repl
 	io.WriteString(typed, "delete the file\n")
 	out.waitFor(t, "approval needed [a", 1)
 	if !strings.Contains(out.String(), `files__delete {"path":"/tmp/x"}`) {

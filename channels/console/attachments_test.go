@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,15 +39,9 @@ func TestAttachmentsAreShown(t *testing.T) {
 		"bb": {SHA256: "bb", Name: "notes.pdf", Type: "application/pdf", Size: 4096},
 	}
 	m := hub.New(hub.Config{DataDir: dir, Attachments: store, Logger: slog.New(slog.DiscardHandler)}, lg, &testagent.Count{N: 1, Text: "seen"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	in, typed := io.Pipe()
-	var out syncBuffer
-	repl := make(chan error, 1)
-	go func() { repl <- Run(ctx, m, Options{Stdin: in, Stdout: &out}) }()
+	r, stop := runREPL(m)
+	defer stop()
+	ctx, typed, out, repl := r.ctx, r.typed, r.out, r.repl
 	out.waitFor(t, "/help for commands", 1)
 	for _, in := range []hub.Input{
 		{Channel: "web", Attachments: []event.Attachment{{SHA256: "aa"}, {SHA256: "bb"}}},

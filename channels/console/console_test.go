@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -66,6 +67,27 @@ func (s *syncBuffer) waitFor(t *testing.T, want string, n int) {
 			t.Fatalf("the terminal never showed %q %d times:\n%s", want, n, s.String())
 		}
 	}
+}
+
+// replRun is a hub and the REPL on it: typed is its stdin, out what it
+// shows, repl its result once stdin is closed.
+type replRun struct {
+	ctx   context.Context
+	typed *io.PipeWriter
+	out   *syncBuffer
+	repl  chan error
+}
+
+// runREPL runs m and the REPL on it; stop ends the hub (call it before
+// closing m's chat log).
+func runREPL(m *hub.SessionManager) (*replRun, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	in, typed := io.Pipe()
+	r := &replRun{ctx: ctx, typed: typed, out: &syncBuffer{}, repl: make(chan error, 1)}
+	go func() { r.repl <- Run(ctx, m, Options{Stdin: in, Stdout: r.out}) }()
+	return r, func() { cancel(); <-done }
 }
 
 // TestStorageFaultIsPrinted: on a data directory that takes no writes, a
