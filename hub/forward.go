@@ -9,6 +9,10 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 )
 
+// ForwardedOps are the commands a follower forwards to the holder, which
+// serves each (Serve).
+var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide}
+
 // The forwarded commands' wire: JSON both ways, errors by kind so that the
 // door on the follower answers exactly as the holder's own would.
 
