@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +72,7 @@ func startNodes(t testing.TB, cfgs []Config) []*Node {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			nodes[i], errs[i] = Start(ctx, c, nil)
+			nodes[i], errs[i] = Start(ctx, c, testLogger)
 		})
 	}
 	wg.Wait()
@@ -118,3 +120,12 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// testLogger shows the nodes' lease and hand-off logs when
+// FRONTDESK_CLUSTER_LOG=1; otherwise it discards them.
+var testLogger = func() *slog.Logger {
+	if os.Getenv("FRONTDESK_CLUSTER_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}()

@@ -127,7 +127,7 @@ func (n *Node) SubscribeLive(ctx context.Context, fn func([]byte)) error {
 	if err != nil {
 		return fmt.Errorf("cluster: subscribe to live frames: %w", err)
 	}
-	if err := n.nc.FlushWithContext(ctx); err != nil {
+	if err := n.nc.FlushTimeout(apiTimeout); err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("cluster: subscribe to live frames: %w", err)
 	}
