@@ -56,6 +56,8 @@ func startCluster(ctx context.Context, cfg config.Config, st *stores, getenv fun
 	if err := hub.AdoptSession(cfg.DataDir, id, created, st.lastSeq() == 0); err != nil {
 		return fail(err)
 	}
+	// Attachments: the object store, this node's store its cache.
+	st.files = &clusterhub.Files{Local: st.files, Node: n}
 	logger.Info("cluster node up", "node", n.Name(), "replicas", n.Replicas(), "log_last_seq", last)
 	return n, nil
 }

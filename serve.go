@@ -143,7 +143,7 @@ type stores struct {
 	chatLog *history.Log
 	mem     *memory.Store
 	search  *index.Follower
-	files   *attachments.Store
+	files   clusterhub.FileStore // the local store, or on a cluster node the object store cached there
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -170,10 +170,12 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
 	}
-	if st.files, err = attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes); err != nil {
+	local, err := attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes)
+	if err != nil {
 		st.close()
 		return nil, err
 	}
+	st.files = local
 	var logSeq int64
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
@@ -373,7 +375,7 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 // silently not answering mail. It stops before the hub at shutdown, so no
 // mail is handed to a stopping session; what is unanswered waits in
 // <data_dir>/email for the next start.
-func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, files *attachments.Store) (*email.Channel, error) {
+func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, files email.AttachmentStore) (*email.Channel, error) {
 	e := cfg.Channels.Email
 	return email.New(h, email.Options{
 		Address: e.Address, AllowFrom: e.AllowFrom, MaxBytes: e.MaxBytes, RatePerHour: e.RatePerHour,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"time"
@@ -20,6 +21,12 @@ import (
 // an io.ReadSeeker (an attachment file) and through a temporary file
 // otherwise, so a mislabelled file is refused and never seen by readers.
 func (n *Node) PutFile(ctx context.Context, sha string, r io.Reader) error {
+	return n.PutNamedFile(ctx, sha, "", r)
+}
+
+// PutNamedFile is PutFile that also records name (the name the file was
+// uploaded under) for GetNamedFile; the first name stored stays.
+func (n *Node) PutNamedFile(ctx context.Context, sha, name string, r io.Reader) error {
 	if !validSHA(sha) {
 		return fmt.Errorf("cluster: put file: %q is not a sha256", sha)
 	}
@@ -60,7 +67,11 @@ func (n *Node) PutFile(ctx context.Context, sha string, r io.Reader) error {
 	if _, err := rs.Seek(start, io.SeekStart); err != nil {
 		return fmt.Errorf("cluster: put file %s: %w", sha, err)
 	}
-	if _, err := n.files.Put(ctx, jetstream.ObjectMeta{Name: sha}, rs); err != nil {
+	meta := jetstream.ObjectMeta{Name: sha}
+	if name != "" {
+		meta.Metadata = map[string]string{fileNameKey: name}
+	}
+	if _, err := n.files.Put(ctx, meta, rs); err != nil {
 		return fmt.Errorf("cluster: put file %s: %w", sha, err)
 	}
 	return nil
@@ -72,8 +83,27 @@ func (n *Node) PutFile(ctx context.Context, sha string, r io.Reader) error {
 // (a file just put on another node is found). An error also comes if the
 // content read does not hash to sha (w has had it written then).
 func (n *Node) GetFile(ctx context.Context, sha string, w io.Writer) error {
+	rc, _, err := n.OpenFile(ctx, sha)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rc.Close() }()
+	if _, err := io.Copy(w, rc); err != nil {
+		return fmt.Errorf("cluster: get file %s: %w", sha, err)
+	}
+	return nil
+}
+
+// fileNameKey is the object metadata key of a file's name.
+const fileNameKey = "name"
+
+// OpenFile opens the file named sha for reading and returns the name
+// PutNamedFile recorded ("" if none); the caller closes it. Its errors are
+// GetFile's; the reader's last Read (instead of io.EOF) fails if the
+// content read does not hash to sha.
+func (n *Node) OpenFile(ctx context.Context, sha string) (io.ReadCloser, string, error) {
 	if !validSHA(sha) {
-		return fmt.Errorf("cluster: get file: %q is not a sha256", sha)
+		return nil, "", fmt.Errorf("cluster: get file: %q is not a sha256", sha)
 	}
 	res, err := n.files.Get(ctx, sha)
 	for until := time.Now().Add(time.Second); errors.Is(err, jetstream.ErrObjectNotFound) && time.Now().Before(until); {
@@ -81,21 +111,37 @@ func (n *Node) GetFile(ctx context.Context, sha string, w io.Writer) error {
 		res, err = n.files.Get(ctx, sha)
 	}
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("cluster: get file %s: %w", sha, ErrNoFile)
+		return nil, "", fmt.Errorf("cluster: get file %s: %w", sha, ErrNoFile)
 	}
 	if err != nil {
-		return fmt.Errorf("cluster: get file %s: %w", sha, err)
+		return nil, "", fmt.Errorf("cluster: get file %s: %w", sha, err)
 	}
-	defer func() { _ = res.Close() }()
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(w, h), res); err != nil {
-		return fmt.Errorf("cluster: get file %s: %w", sha, err)
+	var name string
+	if info, err := res.Info(); err == nil {
+		name = info.Metadata[fileNameKey]
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
-		return fmt.Errorf("cluster: get file %s: the content's sha256 is %s", sha, got)
-	}
-	return nil
+	return &checkedFile{r: res, sha: sha, h: sha256.New()}, name, nil
 }
+
+// checkedFile reads an object and checks its sha256 at the end.
+type checkedFile struct {
+	r   jetstream.ObjectResult
+	sha string
+	h   hash.Hash
+}
+
+func (c *checkedFile) Read(p []byte) (int, error) {
+	m, err := c.r.Read(p)
+	c.h.Write(p[:m])
+	if err == io.EOF {
+		if got := hex.EncodeToString(c.h.Sum(nil)); got != c.sha {
+			return m, fmt.Errorf("cluster: get file %s: the content's sha256 is %s", c.sha, got)
+		}
+	}
+	return m, err
+}
+
+func (c *checkedFile) Close() error { return c.r.Close() }
 
 func validSHA(s string) bool {
 	if len(s) != 64 {

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// trioNode is one frontdesk process of a three-node cluster on loopback,
+// each with its embedded NATS server.
+type trioNode struct {
+	name, dir, url string
+	cmd            *exec.Cmd
+	stderr         *lockedBuffer
+	exited         chan error
+}
+
+// freePorts returns n loopback ports free at the time of the call.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer ln.Close()
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+	}
+	return ports
+}
+
+// startTrio starts three nodes n1..n3 of one cluster at once (each waits
+// for the others to form JetStream) and returns them once every one
+// listens. extra is YAML added to each node's config (say, an agent).
+func startTrio(tb testing.TB, extra string) []*trioNode {
+	tb.Helper()
+	root := tb.TempDir()
+	ports := freePorts(tb, 6) // client, cluster per node
+	nodes := make([]*trioNode, 3)
+	addrs := make(chan [2]string, 3)
+	for i := range nodes {
+		var routes []string
+		for j := range nodes {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+j]))
+			}
+		}
+		name := fmt.Sprintf("n%d", i+1)
+		dir := filepath.Join(root, name)
+		os.MkdirAll(dir, 0o700)
+		cfg := fmt.Sprintf("data_dir: %s\nserver: {addr: \"127.0.0.1:0\"}\n%s\ncluster:\n  node: %s\n  nats:\n    embedded:\n"+
+			"      listen: \"127.0.0.1:%d\"\n      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n",
+			filepath.Join(dir, "data"), extra, name, ports[i], ports[3+i], strings.Join(routes, ", "))
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		n := &trioNode{name: name, dir: dir, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+		n.cmd = exec.Command(binary, "-config", filepath.Join(dir, "config.yaml"))
+		n.cmd.Dir = dir
+		n.cmd.Stderr = n.stderr
+		stdout, err := n.cmd.StdoutPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := n.cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			re := regexp.MustCompile(`listening on (http://\S+)`)
+			for sc.Scan() {
+				if m := re.FindStringSubmatch(sc.Text()); m != nil {
+					addrs <- [2]string{name, m[1]}
+				}
+			}
+			io.Copy(io.Discard, stdout)
+		}()
+		go func() { n.exited <- n.cmd.Wait() }()
+		tb.Cleanup(func() { n.cmd.Process.Kill(); <-n.exited })
+		nodes[i] = n
+	}
+	deadline := time.After(60 * time.Second)
+	for range nodes {
+		select {
+		case a := <-addrs:
+			nodes[a[0][1]-'1'].url = a[1]
+		case <-deadline:
+			for _, n := range nodes {
+				tb.Logf("%s stderr:\n%s", n.name, n.stderr)
+			}
+			tb.Fatal("the three nodes did not all listen within 60 s")
+		}
+	}
+	return nodes
+}
+
+// trioHolder waits until the three nodes agree on a lease holder and
+// returns its index.
+func trioHolder(tb testing.TB, nodes []*trioNode) int {
+	tb.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			var s struct {
+				Cluster struct{ Leader string } `json:"cluster"`
+			}
+			resp, err := http.Get(n.url + "/api/session")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			json.NewDecoder(resp.Body).Decode(&s)
+			resp.Body.Close()
+			seen[s.Cluster.Leader] = true
+		}
+		if len(seen) == 1 && !seen[""] {
+			for i, n := range nodes {
+				if seen[n.name] {
+					return i
+				}
+			}
+		}
+	}
+	tb.Fatal("the nodes did not agree on a lease holder within 30 s")
+	return -1
+}
+
+// uploadTo posts body as an attachment named name to a node.
+func uploadTo(t *testing.T, url, name string, body []byte) string {
+	t.Helper()
+	resp, err := http.Post(url+"/api/attachments?name="+name, "application/octet-stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a struct{ SHA256, Name string }
+	json.NewDecoder(resp.Body).Decode(&a)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	return a.SHA256
+}
+
+// localCopy reports whether a node's own attachment store holds sha.
+func (n *trioNode) localCopy(sha string) bool {
+	_, err := os.Stat(filepath.Join(n.dir, "data", "attachments", sha[:2], sha))
+	return err == nil
+}
+
+// An attachment uploaded on one node is in the cluster's object store: an
+// input referring to it sent through another node is accepted, and the
+// lease holder's agent (a program that prints the file it is given) reads
+// its bytes; every node serves it, fetching it into its own store; an id
+// no node has is 404 on every node.
+func TestClusterAttachmentsOnEveryNode(t *testing.T) {
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "cat-attachment")
+	script := "#!/bin/sh\np=$(sed -n 's/.*\"path\":\"\\([^\"]*\\)\".*/\\1/p')\nprintf 'file at %s: ' \"$p\"\ncat \"$p\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	nodes := startTrio(t, fmt.Sprintf("agent:\n  backend: command\n  command:\n    argv: [%q]\n", agent))
+	c := trioHolder(t, nodes)
+	a, b := (c+1)%3, (c+2)%3
+
+	content := []byte("the quarterly figures, only on one node at first\n")
+	sha := uploadTo(t, nodes[a].url, "figures.txt", content)
+	if nodes[b].localCopy(sha) || nodes[c].localCopy(sha) {
+		t.Fatal("the file is on another node's disk before anyone asked for it")
+	}
+
+	body := fmt.Sprintf(`{"content":"","attachments":[%q]}`, sha)
+	resp, err := http.Post(nodes[b].url+"/api/messages?wait=1&timeout=30", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Status, Reply, Error string
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	json.Unmarshal(raw, &out)
+	if resp.StatusCode != http.StatusOK || out.Status != "completed" {
+		t.Fatalf("input through %s: %s %s", nodes[b].name, resp.Status, raw)
+	}
+	holderPath := filepath.Join(nodes[c].dir, "data", "attachments", sha[:2], sha)
+	if want := "file at " + holderPath + ": " + string(content); out.Reply != want {
+		t.Errorf("the holder's agent replied %q, want %q", out.Reply, want)
+	}
+
+	// A second file, never referred to: a GET fetches it on every node.
+	other := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 300000) // 1.2 MB: several object chunks
+	sum := sha256.Sum256(other)
+	osha := hex.EncodeToString(sum[:])
+	if got := uploadTo(t, nodes[a].url, "scan.bin", other); got != osha {
+		t.Fatalf("upload answered %s, want %s", got, osha)
+	}
+	missing := strings.Repeat("ab", 32)
+	for _, n := range nodes {
+		for _, f := range []struct {
+			sha  string
+			want []byte
+		}{{sha, content}, {osha, other}} {
+			resp, err := http.Get(n.url + "/api/attachments/" + f.sha)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(got, f.want) {
+				t.Errorf("GET %s from %s: %s, %d bytes, want %d", f.sha[:8], n.name, resp.Status, len(got), len(f.want))
+			}
+			if cd := resp.Header.Get("Content-Disposition"); f.sha == osha && !strings.Contains(cd, "scan.bin") {
+				t.Errorf("GET from %s: Content-Disposition %q lost the upload's name", n.name, cd)
+			}
+		}
+		resp, err := http.Get(n.url + "/api/attachments/" + missing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET of a file no node has from %s: %s, want 404", n.name, resp.Status)
+		}
+	}
+}

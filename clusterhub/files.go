@@ -1,0 +1,128 @@
+package clusterhub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/attachments"
+	"github.com/frontdesk-hq/frontdesk/cluster"
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
+)
+
+// fileWait bounds one object store transfer (a put or a fetch of up to
+// attachments.max_bytes): long enough for 20 MiB between machines, short
+// enough that a door without a quorum answers.
+const fileWait = time.Minute
+
+// Files is the attachment store of a cluster node: the JetStream object
+// store (keyed by sha256) holds every file, and this node's local store
+// (data_dir/attachments) is its cache. A file stored here is put in the
+// object store before the upload is acknowledged; a file this node lacks
+// is fetched into the local store the first time it is asked for (an
+// input referring to it, GET /api/attachments/{sha256}, an agent reading
+// it). It has the methods of *attachments.Store that the doors, the hub
+// and the agents use, and is safe for concurrent use.
+type Files struct {
+	Local FileStore
+	Node  *cluster.Node
+}
+
+// FileStore is an attachment store as the doors, the hub and the agents
+// use it: *attachments.Store (the local one) and *Files implement it.
+type FileStore interface {
+	Put(r io.Reader, name string) (event.Attachment, error)
+	Stat(sha256 string) (event.Attachment, error)
+	Open(sha256 string) (*os.File, event.Attachment, error)
+	Path(sha256 string) string
+}
+
+var (
+	_ FileStore = (*attachments.Store)(nil)
+	_ FileStore = (*Files)(nil)
+)
+
+// Put stores the file in the local store (which checks and names it), then
+// in the object store. When the object store cannot take it (no quorum)
+// the upload fails with an error wrapping hub.ErrNoLeader — the doors
+// answer 503 no_leader — and the local copy stays as a cache.
+func (f *Files) Put(r io.Reader, name string) (event.Attachment, error) {
+	a, err := f.Local.Put(r, name)
+	if err != nil {
+		return a, err
+	}
+	file, _, err := f.Local.Open(a.SHA256)
+	if err != nil {
+		return event.Attachment{}, err
+	}
+	defer file.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), fileWait)
+	defer cancel()
+	if err := f.Node.PutNamedFile(ctx, a.SHA256, a.Name, file); err != nil {
+		return event.Attachment{}, fmt.Errorf("share attachment %s with the cluster: %v: %w", a.SHA256, err, hub.ErrNoLeader)
+	}
+	return a, nil
+}
+
+// Stat returns the record of the file named h, fetching it first if this
+// node lacks it (see attachments.Store.Stat for the errors; a file the
+// object store lacks too is fs.ErrNotExist).
+func (f *Files) Stat(h string) (event.Attachment, error) {
+	if err := f.fetch(h); err != nil {
+		return event.Attachment{}, err
+	}
+	return f.Local.Stat(h)
+}
+
+// Open opens the file named h, fetching it first if this node lacks it.
+func (f *Files) Open(h string) (*os.File, event.Attachment, error) {
+	if err := f.fetch(h); err != nil {
+		return nil, event.Attachment{}, err
+	}
+	return f.Local.Open(h)
+}
+
+// Path is where the file named h is in the local store, fetched there
+// first if this node lacks it ("" for an invalid h, as the local store).
+// A failed fetch leaves the path of a missing file: the reader's open
+// fails and says so.
+func (f *Files) Path(h string) string {
+	_ = f.fetch(h)
+	return f.Local.Path(h)
+}
+
+// fetch copies the file named h from the object store into the local
+// store unless it is there already. An invalid h is left to the local
+// store to refuse. The copy goes through the local store's Put, which
+// hashes it again: what lands under h is h's content or nothing.
+func (f *Files) fetch(h string) error {
+	if !attachments.ValidHash(h) {
+		return nil
+	}
+	if _, err := f.Local.Stat(h); !errors.Is(err, fs.ErrNotExist) {
+		return nil // here (or a local fault, which Stat and Open report)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fileWait)
+	defer cancel()
+	rc, name, err := f.Node.OpenFile(ctx, h)
+	if errors.Is(err, cluster.ErrNoFile) {
+		return fmt.Errorf("no attachment %s in the cluster: %w", h, fs.ErrNotExist)
+	}
+	if err != nil {
+		return fmt.Errorf("fetch attachment %s from the cluster: %v: %w", h, err, hub.ErrNoLeader)
+	}
+	defer rc.Close()
+	a, err := f.Local.Put(rc, name)
+	if err != nil {
+		return fmt.Errorf("fetch attachment %s from the cluster: %w", h, err)
+	}
+	if a.SHA256 != h {
+		return fmt.Errorf("fetch attachment %s from the cluster: it holds %s under that name", h, a.SHA256)
+	}
+	return nil
+}
