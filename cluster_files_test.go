@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -164,7 +166,9 @@ func (n *trioNode) localCopy(sha string) bool {
 // input referring to it sent through another node is accepted, and the
 // lease holder's agent (a program that prints the file it is given) reads
 // its bytes; every node serves it, fetching it into its own store; an id
-// no node has is 404 on every node.
+// no node has is 404 on every node. `frontdesk backup` works on every
+// node: each archive has the same chat log and every file the log refers
+// to, and no NATS store.
 func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 	dir := t.TempDir()
 	agent := filepath.Join(dir, "cat-attachment")
@@ -208,6 +212,8 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 	if got := uploadTo(t, nodes[a].url, "scan.bin", other); got != osha {
 		t.Fatalf("upload answered %s, want %s", got, osha)
 	}
+	checkTrioBackups(t, nodes, a)
+
 	missing := strings.Repeat("ab", 32)
 	for _, n := range nodes {
 		for _, f := range []struct {
@@ -234,6 +240,102 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET of a file no node has from %s: %s, want 404", n.name, resp.Status)
+		}
+	}
+}
+
+// trioSeqs waits until every node's chat log has copied the same last seq
+// and returns it.
+func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		seqs := map[int64]bool{}
+		for _, n := range nodes {
+			var s struct {
+				LastSeq int64 `json:"last_seq"`
+			}
+			getJSON(t, n.url+"/api/session", &s)
+			seqs[s.LastSeq] = true
+		}
+		if len(seqs) == 1 {
+			for seq := range seqs {
+				return seq
+			}
+		}
+	}
+	t.Fatal("the nodes' chat logs did not reach the same seq within 20 s")
+	return 0
+}
+
+// checkTrioBackups sends an input with a file through node a (so only a
+// and the holder are asked for it), then backs up every running node
+// with `frontdesk backup`: the archives hold the same chat log, that file
+// (each node fetched it as it copied the log) and nothing of NATS.
+func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
+	content := []byte("a file that only the log tells the third node about\n")
+	sha := uploadTo(t, nodes[a].url, "log-only.txt", content)
+	body := fmt.Sprintf(`{"content":"see the file","attachments":[%q]}`, sha)
+	resp, err := http.Post(nodes[a].url+"/api/messages?wait=1&timeout=30", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("input through %s: %s", nodes[a].name, resp.Status)
+	}
+	seq := trioSeqs(t, nodes)
+	var logs []string
+	for _, n := range nodes {
+		for end := time.Now().Add(10 * time.Second); !n.localCopy(sha) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		out := filepath.Join(t.TempDir(), n.name+".tar.gz")
+		cmd := exec.Command(binary, "backup", "-o", out, "-config", filepath.Join(n.dir, "config.yaml"))
+		cmd.Dir = n.dir
+		if msg, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(msg), fmt.Sprintf("up to seq %d", seq)) {
+			t.Fatalf("backup of %s: %v: %s (want the chat log up to seq %d)", n.name, err, msg, seq)
+		}
+		files := tarFiles(t, out)
+		if !bytes.Equal(files["attachments/"+sha[:2]+"/"+sha], content) {
+			t.Errorf("the backup of %s lacks the file the log refers to", n.name)
+		}
+		for name := range files {
+			if strings.HasPrefix(name, "nats/") {
+				t.Errorf("the backup of %s holds the NATS store: %s", n.name, name)
+				break
+			}
+		}
+		logs = append(logs, string(files["chat_history.ndjson"]))
+	}
+	if logs[0] == "" || logs[0] != logs[1] || logs[0] != logs[2] {
+		t.Errorf("the nodes' backups hold different chat logs (%d, %d, %d bytes)", len(logs[0]), len(logs[1]), len(logs[2]))
+	}
+}
+
+// tarFiles reads the regular files of a backup archive.
+func tarFiles(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			files[h.Name], _ = io.ReadAll(tr)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func startCluster(ctx context.Context, cfg config.Config, st *stores, getenv fun
 		return fail(err)
 	}
 	// Attachments: the object store, this node's store its cache.
-	st.files = &clusterhub.Files{Local: st.files, Node: n}
+	st.files = &clusterhub.Files{Local: st.files, Node: n, Logger: logger}
 	logger.Info("cluster node up", "node", n.Name(), "replicas", n.Replicas(), "log_last_seq", last)
 	return n, nil
 }
@@ -116,7 +116,17 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 			return tail, err
 		},
 		Indexed: st.search.Notify,
+		Copied:  prefetch(st),
 		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
 		Logger:  logger,
 	})
+}
+
+// prefetch is Runner's Copied on a cluster node: each file the log refers
+// to is fetched into this node's store.
+func prefetch(st *stores) func(event.Event) {
+	if f, ok := st.files.(*clusterhub.Files); ok {
+		return f.Prefetch
+	}
+	return nil
 }

@@ -18,6 +18,8 @@ backup   writes a consistent snapshot of the data directory to FILE.tar.gz,
          parts, memory, session.json, the email spool and cursor, audit
          files and everything else there, except the search index (derived:
          the next start rebuilds it). The server goes on while it runs.
+         On a cluster node it backs up that node's own copy (any node will
+         do) and leaves out the embedded NATS store (data_dir/nats).
 restore  extracts FILE.tar.gz into the data directory, which must be empty
          or absent; a failed restore leaves nothing behind.
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
+	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/config"
 )
 
@@ -199,6 +200,15 @@ func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger
 // backend answers (a cheap request: the model list, or the program exists).
 func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
+	if cfg.Cluster.Enabled() {
+		lines, err := cluster.Check(ctx, clusterConfig(cfg, getenv))
+		for _, l := range lines {
+			fmt.Fprintln(stdout, l)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	ag, err := newAgent(cfg, getenv, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return err

@@ -51,6 +51,11 @@ type Layout struct {
 	ChatLog string // chat log path relative to DataDir, slash-separated
 	Memory  string // memory dir relative to DataDir, slash-separated
 	Index   string // absolute path of the search index
+	// NATS is the absolute path of a cluster node's embedded JetStream
+	// store when it is inside the data directory, else "". It is left out:
+	// the node's own files are a whole copy of the cluster's log, and a
+	// live JetStream store copied file by file is not a consistent one.
+	NATS string
 }
 
 // NewLayout is cfg's layout, index the search index's path. It checks that everything a backup holds lives in the data
@@ -79,6 +84,11 @@ func NewLayout(cfg config.Config, index string) (Layout, error) {
 	}
 	if l.Memory, err = inside("memory.dir", cfg.Memory.Dir); err != nil {
 		return l, err
+	}
+	if c := cfg.Cluster; c.Enabled() && c.NATS.URL == "" {
+		if _, err := inside("", c.NATS.Embedded.StoreDir); err == nil {
+			l.NATS = abs(c.NATS.Embedded.StoreDir)
+		}
 	}
 	return l, nil
 }
@@ -193,7 +203,7 @@ func (b *backup) run() error {
 		return err
 	}
 	return b.tree(b.l.DataDir, func(p string) bool {
-		return p == filepath.Join(b.l.DataDir, "email") || b.isLogPart(p) || b.isIndex(p)
+		return p == filepath.Join(b.l.DataDir, "email") || b.isLogPart(p) || b.isIndex(p) || (b.l.NATS != "" && p == b.l.NATS)
 	})
 }
 

@@ -85,6 +85,9 @@ type Options struct {
 	Tail func() ([]event.Event, error)
 	// Indexed, if set, is told each seq this node's chat log holds.
 	Indexed func(seq int64)
+	// Copied, if set, is given each event once this node's chat log
+	// holds it (Files.Prefetch). It must not block.
+	Copied func(e event.Event)
 	// Lead runs the holder's work besides the hub (the email poller, the
 	// scheduler's firing) from the moment this node leads until ctx ends.
 	Lead   func(ctx context.Context)
@@ -207,6 +210,9 @@ func (r *Runner) copyLog(ctx context.Context) error {
 		r.copied.Store(last)
 		if r.o.Indexed != nil {
 			r.o.Indexed(last)
+		}
+		if r.o.Copied != nil {
+			r.o.Copied(e)
 		}
 		return r.o.Hub.Ingest(ctx, e)
 	})

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/attachments"
@@ -31,6 +33,35 @@ const fileWait = time.Minute
 type Files struct {
 	Local FileStore
 	Node  *cluster.Node
+	// Logger tells of prefetches that failed; nil discards them.
+	Logger *slog.Logger
+
+	once     sync.Once
+	fetchers chan struct{} // Prefetch's semaphore
+}
+
+// prefetchers bounds the fetches Prefetch runs at once.
+const prefetchers = 4
+
+// Prefetch fetches the files a user event refers to into the local store
+// in the background, so that every node holds every file of the
+// conversation (a backup of any node has them) and not only those it was
+// asked for. Runner calls it with each event it copies.
+func (f *Files) Prefetch(e event.Event) {
+	m, ok := e.Message()
+	if !ok || len(m.Attachments) == 0 {
+		return
+	}
+	f.once.Do(func() { f.fetchers = make(chan struct{}, prefetchers) })
+	go func() {
+		f.fetchers <- struct{}{}
+		defer func() { <-f.fetchers }()
+		for _, a := range m.Attachments {
+			if err := f.fetch(a.SHA256); err != nil && f.Logger != nil {
+				f.Logger.Warn("fetch an attachment of the log from the cluster", "seq", e.Seq, "sha256", a.SHA256, "err", err)
+			}
+		}
+	}()
 }
 
 // FileStore is an attachment store as the doors, the hub and the agents
