@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // `frontdesk check-config` on a cluster node reports the NATS side: the
@@ -46,5 +48,62 @@ func TestCheckConfigCluster(t *testing.T) {
 	if _, err := runCmd(t, "check-config", "-config", write("shape.yaml", free, "nats://127.0.0.1:1")); err == nil ||
 		!strings.Contains(err.Error(), "cluster.replicas is 3 but the cluster has 2 nodes") {
 		t.Errorf("three replicas on two nodes: got %v", err)
+	}
+}
+
+// contrib/cluster: each node's config is valid and names itself, its
+// routes are exactly the other nodes' cluster_listen ports under their
+// compose names, and compose.yaml runs each node with its own config and
+// volume.
+func TestContribClusterFiles(t *testing.T) {
+	b, err := os.ReadFile("contrib/cluster/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Hostname string
+			Command  []string
+			Volumes  []string
+		}
+		Volumes map[string]any
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"n1", "n2", "n3"}
+	ports := map[string]string{}
+	routes := map[string][]string{}
+	for _, n := range names {
+		cfg, err := loadConfig(filepath.Join("contrib", "cluster", n+".yaml"), "", t.TempDir())
+		if err != nil {
+			t.Fatalf("%s.yaml: %v", n, err)
+		}
+		if cfg.Cluster.Node != n || cfg.Cluster.Replicas != 3 {
+			t.Errorf("%s.yaml: node %q, replicas %d", n, cfg.Cluster.Node, cfg.Cluster.Replicas)
+		}
+		_, ports[n], _ = net.SplitHostPort(cfg.Cluster.NATS.Embedded.ClusterListen)
+		routes[n] = cfg.Cluster.NATS.Embedded.Routes
+		s, ok := compose.Services[n]
+		if !ok || s.Hostname != n || strings.Join(s.Command, " ") != "-config /etc/frontdesk/config.yaml" {
+			t.Errorf("compose.yaml: service %s: %+v", n, s)
+		}
+		if want := []string{"./" + n + ".yaml:/etc/frontdesk/config.yaml:ro,z", n + "-data:/data"}; strings.Join(s.Volumes, " ") != strings.Join(want, " ") {
+			t.Errorf("compose.yaml: %s mounts %q, want %q", n, s.Volumes, want)
+		}
+		if _, ok := compose.Volumes[n+"-data"]; !ok {
+			t.Errorf("compose.yaml: no volume %s-data", n)
+		}
+	}
+	for _, n := range names {
+		var want []string
+		for _, o := range names {
+			if o != n {
+				want = append(want, "nats://"+o+":"+ports[o])
+			}
+		}
+		if strings.Join(routes[n], " ") != strings.Join(want, " ") {
+			t.Errorf("%s.yaml: routes %q, want %q", n, routes[n], want)
+		}
 	}
 }
