@@ -17,10 +17,14 @@ import (
 	"github.com/frontdesk-hq/frontdesk/hub"
 )
 
-// fileWait bounds one object store transfer (a put or a fetch of up to
-// attachments.max_bytes): long enough for 20 MiB between machines, short
-// enough that a door without a quorum answers.
-const fileWait = time.Minute
+// Bounds of one object store transfer: a put may take putWait plus a
+// second per MiB of the file, a fetch (its size unknown until read)
+// fetchWait — ample for 20 MiB between machines, short enough that a door
+// without a quorum answers.
+const (
+	putWait   = 5 * time.Second
+	fetchWait = 30 * time.Second
+)
 
 // Files is the attachment store of a cluster node: the JetStream object
 // store (keyed by sha256) holds every file, and this node's local store
@@ -92,7 +96,7 @@ func (f *Files) Put(r io.Reader, name string) (event.Attachment, error) {
 		return event.Attachment{}, err
 	}
 	defer file.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), fileWait)
+	ctx, cancel := context.WithTimeout(context.Background(), putWait+time.Duration(a.Size>>20)*time.Second)
 	defer cancel()
 	if err := f.Node.PutNamedFile(ctx, a.SHA256, a.Name, file); err != nil {
 		return event.Attachment{}, fmt.Errorf("share attachment %s with the cluster: %v: %w", a.SHA256, err, hub.ErrNoLeader)
@@ -138,7 +142,7 @@ func (f *Files) fetch(h string) error {
 	if _, err := f.Local.Stat(h); !errors.Is(err, fs.ErrNotExist) {
 		return nil // here (or a local fault, which Stat and Open report)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), fileWait)
+	ctx, cancel := context.WithTimeout(context.Background(), fetchWait)
 	defer cancel()
 	rc, name, err := f.Node.OpenFile(ctx, h)
 	if errors.Is(err, cluster.ErrNoFile) {
