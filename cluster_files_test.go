@@ -310,6 +310,42 @@ func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
 	if logs[0] == "" || logs[0] != logs[1] || logs[0] != logs[2] {
 		t.Errorf("the nodes' backups hold different chat logs (%d, %d, %d bytes)", len(logs[0]), len(logs[1]), len(logs[2]))
 	}
+	checkRestoredAsSingle(t, nodes[2], seq)
+}
+
+// checkRestoredAsSingle restores the last backup of n into a new data
+// directory and runs a single node (no cluster: block) on it: it is the
+// cluster's session, up to seq, and takes input.
+func checkRestoredAsSingle(t *testing.T, n *trioNode, seq int64) {
+	var cluster struct {
+		SessionID string `json:"session_id"`
+	}
+	getJSON(t, n.url+"/api/session", &cluster)
+	data := filepath.Join(t.TempDir(), "restored")
+	archive := filepath.Join(t.TempDir(), "backup.tar.gz")
+	for _, args := range [][]string{{"backup", "-o", archive, "-config", filepath.Join(n.dir, "config.yaml")}, {"restore", "-data", data, archive}} {
+		if msg, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", args[0], err, msg)
+		}
+	}
+	single := startBinary(t, t.TempDir(), nil, "-addr", "127.0.0.1:0", "-data", data)
+	var s struct {
+		SessionID string `json:"session_id"`
+		LastSeq   int64  `json:"last_seq"`
+		Cluster   any    `json:"cluster"`
+	}
+	getJSON(t, single.url+"/api/session", &s)
+	if s.SessionID != cluster.SessionID || s.LastSeq != seq || s.Cluster != nil {
+		t.Errorf("restored as a single node: %+v, want session %s up to seq %d, no cluster", s, cluster.SessionID, seq)
+	}
+	resp, err := http.Post(single.url+"/api/messages?wait=1", "application/json", strings.NewReader(`{"content":"after the restore"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("input to the restored single node: %s", resp.Status)
+	}
 }
 
 // tarFiles reads the regular files of a backup archive.
