@@ -113,8 +113,9 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 			tail, _, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
 			return tail, err
 		},
-		Indexed: st.search.Notify,
-		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
-		Logger:  logger,
+		TailEvents: cfg.Session.BufferEvents,
+		Indexed:    st.search.Notify,
+		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Logger:     logger,
 	})
 }

@@ -67,9 +67,11 @@ var (
 	// is not the one the caller expected — another node appended first
 	// (this one lost the lease, or never held it). Nothing was written.
 	ErrFenced = errors.New("cluster: log fenced: another node appended first")
-	// ErrNoLeader: no node holds the lease, or the holder did not answer in
-	// time.
+	// ErrNoLeader: no node holds the lease (nobody took the request).
 	ErrNoLeader = errors.New("cluster: no node holds the lease")
+	// ErrNoAnswer: the holder took a forwarded request and did not answer
+	// in time; it may have done it before it died.
+	ErrNoAnswer = errors.New("cluster: the lease holder did not answer in time")
 	// ErrNoFile: the object store has no file with that sha256.
 	ErrNoFile = errors.New("cluster: no such file")
 )

@@ -54,7 +54,7 @@ type wireErr struct {
 
 // Kinds of forwarded errors; each is the same error on the other side.
 var wireErrs = map[string]error{
-	"closed": ErrClosed, "queue_full": ErrQueueFull, "no_leader": ErrNoLeader,
+	"closed": ErrClosed, "queue_full": ErrQueueFull, "no_leader": ErrNoLeader, "no_answer": ErrNoAnswer,
 	"decided": ErrDecided, "no_approval": ErrNoApproval, "bad_decision": ErrBadDecision,
 }
 

@@ -76,8 +76,12 @@ func FromSession(err error) error {
 	switch {
 	case errors.Is(err, hub.ErrClosed):
 		return Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	case errors.Is(err, hub.ErrNoLeader):
-		e := Errorf(http.StatusServiceUnavailable, "no_leader", hub.ErrNoLeader.Error())
+	case errors.Is(err, hub.ErrNoLeader), errors.Is(err, hub.ErrNoAnswer):
+		code := "no_leader"
+		if errors.Is(err, hub.ErrNoAnswer) {
+			code = "no_answer"
+		}
+		e := Errorf(http.StatusServiceUnavailable, code, err.Error())
 		e.RetryAfter = "1"
 		return e
 	case errors.As(err, &in):
