@@ -50,6 +50,10 @@ func testStaleWriter(t *testing.T, nodes []*Node) {
 	if err := b.Append(ctx, ev(last+2, "from b")); err != nil {
 		t.Fatalf("b appends %d: %v", last+2, err)
 	}
+	// b retrying its own event is fine (stored once).
+	if err := b.Append(ctx, ev(last+2, "from b")); err != nil {
+		t.Fatalf("b appends its event %d again: %v", last+2, err)
+	}
 	// a still thinks last+1 was the last one.
 	err = a.Append(ctx, ev(last+2, "stale a"))
 	if !errors.Is(err, ErrFenced) {
