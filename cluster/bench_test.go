@@ -48,6 +48,11 @@ func reportPercentiles(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(us(ds[len(ds)/2]), "p50-µs")
 	b.ReportMetric(us(ds[len(ds)*99/100]), "p99-µs")
 	b.ReportMetric(us(ds[len(ds)-1]), "max-µs")
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	b.ReportMetric(us(sum/time.Duration(len(ds))), "mean-µs")
 }
 
 // BenchmarkAppendR1 is the append ack on a single NATS node (R1, every
