@@ -116,6 +116,7 @@ type stores struct {
 	tail    []event.Event // the end of the chat log, for the hub to resume from
 	chatLog *history.Log
 	mem     *memory.Store
+	items   *memory.Items
 	search  *index.Follower
 	files   *attachments.Store
 }
@@ -144,6 +145,10 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
 	}
+	if st.items, err = memory.OpenItems(cfg.Memory.Dir); err != nil {
+		st.close()
+		return nil, err
+	}
 	if st.files, err = attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes); err != nil {
 		st.close()
 		return nil, err
@@ -152,7 +157,7 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
 	}
-	if st.search, err = openIndex(cfg, logSeq, st.mem, logger); err != nil {
+	if st.search, err = openIndex(cfg, logSeq, st.items, logger); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -272,6 +277,7 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		Logger:          logger,
 		Restore:         st.tail,
 		Memory:          st.mem,
+		Items:           st.items,
 		History:         history.NewReader(cfg.Session.ChatLogPath),
 		Index:           st.search,
 		Tools:           tools,

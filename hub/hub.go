@@ -114,6 +114,10 @@ type Config struct {
 	Clock idle.Clock
 	// Memory holds short- and long-term memory; nil disables memory.
 	Memory *memory.Store
+	// Items is the long-term memory item store (items.json); nil disables
+	// the memory API and tools (ErrNoMemory). Only the hub applies and
+	// saves changes to it once Run has started.
+	Items *memory.Items
 	// History reads the chat log on disk for the agent's history tools and
 	// the history API. Nil: the tools and API use the buffer only.
 	History *history.Reader
@@ -400,6 +404,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 	}
 	m.sess = sess
 	m.restore(m.cfg.Restore)
+	m.catchUpItems(m.cfg.Restore)
 	m.cfg.Restore = nil
 	m.startPending(ctx) // inputs recorded as queued before a restart
 	if m.cfg.Memory != nil {
@@ -476,6 +481,8 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		}
 	case turnDoneCmd:
 		m.turnDone(ctx, c)
+	case memoryCmd:
+		c.reply <- m.changeMemory(c)
 	default:
 		panic(fmt.Sprintf("hub: unknown command %T", c))
 	}
@@ -515,6 +522,7 @@ func (m *SessionManager) shutdown() {
 		m.metrics.storageErrors.WithLabelValues("sync").Inc()
 		m.cfg.Logger.Error("sync chat log", "err", err)
 	}
+	m.checkpointItems()
 	for s := range m.subs {
 		m.drop(s, ErrClosed)
 	}
