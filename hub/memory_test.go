@@ -76,7 +76,10 @@ func TestMemorySaveEditForget(t *testing.T) {
 		{"edit unknown", func() error { _, err := h.MemoryEdit(ctx, "m999", "x", "web"); return err }(), memory.ErrNotFound},
 		{"forget unknown", h.MemoryForget(ctx, "m999", "web"), memory.ErrNotFound},
 		{"save empty", func() error { _, err := h.MemorySave(ctx, " \n\t", "web"); return err }(), ErrEmptyMemory},
-		{"save too long", func() error { _, err := h.MemorySave(ctx, strings.Repeat("é", memory.MaxItemChars+1), "web"); return err }(), ErrMemoryTooLong},
+		{"save too long", func() error {
+			_, err := h.MemorySave(ctx, strings.Repeat("é", memory.MaxItemChars+1), "web")
+			return err
+		}(), ErrMemoryTooLong},
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: err %v, want %v", tc.name, tc.err, tc.want)
