@@ -119,7 +119,8 @@ type Config struct {
 	// saves changes to it once Run has started.
 	Items *memory.Items
 	// MemoryContextTokens bounds the memory items put into each turn's
-	// context (about 4 bytes a token). Default 2000; negative: all items.
+	// context (about 4 bytes a token). Default 2000 (0); negative: all
+	// items.
 	MemoryContextTokens int
 	// History reads the chat log on disk for the agent's history tools and
 	// the history API. Nil: the tools and API use the buffer only.
