@@ -164,7 +164,9 @@ func (s *Items) Apply(e event.Event) (bool, error) {
 	if err := e.Decode(&d); err != nil {
 		return false, fmt.Errorf("memory_changed at seq %d: %w", e.Seq, err)
 	}
-	changed := s.apply(d, e.TS.Std())
+	// As the log keeps it (UTC, milliseconds): the live store and one
+	// replayed from the log after a restart, or on another node, agree.
+	changed := s.apply(d, e.TS.Std().UTC().Truncate(time.Millisecond))
 	s.file.Applied = max(s.file.Applied, e.Seq)
 	return changed, nil
 }
