@@ -17,6 +17,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -175,5 +176,52 @@ func TestMemoryForgetFromWebhookWaitsForApproval(t *testing.T) {
 	p.until(event.TurnEnd)
 	if got := memoryItems(t, e); len(got) != 0 {
 		t.Fatalf("items after the approved forget: %+v", got)
+	}
+}
+
+// A memory change the disk refuses answers 507 storage_full (a full disk)
+// or 503 storage_error and changes nothing; once the disk takes writes
+// again the same request succeeds.
+func TestMemoryAPIStorageFault(t *testing.T) {
+	disk := testdisk.New(t)
+	code, status := hub.StorageFailed, 503
+	if disk.Full {
+		code, status = hub.StorageFull, 507
+	}
+	lg, err := history.Open(history.Options{Path: filepath.Join(disk.Dir, "chat_history.ndjson"), RotateMB: 5, Fsync: history.FsyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(disk.Dir, "memory"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	items, err := memory.OpenItems(filepath.Join(disk.Dir, "memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: disk.Dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, &agent.Demo{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	srv := httptest.NewServer(web.Handler(m, web.Options{WS: ws.New(m, ws.Options{})}))
+	t.Cleanup(func() { cancel(); <-done; srv.Close(); lg.Close() })
+	e := &env{hub: m, srv: srv}
+
+	disk.Fail()
+	// More than a page, so that it cannot slip into a full tmpfs.
+	body := `{"text":"` + strings.Repeat("The launch is on Friday. ", 400) + `"}`
+	r := do(t, request(t, "POST", srv.URL+"/api/memory", body, "Content-Type", "application/json"))
+	if r.status != status || r.body["code"] != code || !strings.Contains(r.raw, "nothing was saved") {
+		t.Fatalf("POST on a failing disk = %d %s, want %d %s", r.status, r.raw, status, code)
+	}
+	if got := memoryItems(t, e); len(got) != 0 {
+		t.Fatalf("items after a refused POST: %+v", got)
+	}
+	disk.Heal()
+	if r := do(t, request(t, "POST", srv.URL+"/api/memory", body, "Content-Type", "application/json")); r.status != 201 {
+		t.Fatalf("POST once the disk is healed = %d %.200s", r.status, r.raw)
+	}
+	if got := memoryItems(t, e); len(got) != 1 {
+		t.Fatalf("items after the healed POST: %d", len(got))
 	}
 }
