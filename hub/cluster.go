@@ -172,6 +172,7 @@ func (m *SessionManager) ingest(e event.Event) {
 	f := m.deliver(e)
 	m.remember(f)
 	m.followTurn(e)
+	m.followMemory(e)
 	m.flushLive()
 }
 
@@ -281,6 +282,7 @@ func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
 	m.leading.Store(true)
 	m.failover = true
 	m.rebuild(tail)
+	m.migrateLongTerm()
 	m.startPending(ctx)
 	m.watch.Touch()
 	m.cfg.Logger.Info("this node runs the assistant now", "last_seq", m.seq)

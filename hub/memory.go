@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -120,6 +121,14 @@ func (m *SessionManager) memory(ctx context.Context, c memoryCmd) (memoryReply, 
 	if m.cfg.Items == nil {
 		return memoryReply{}, ErrNoMemory
 	}
+	if c.op != memList && m.following() {
+		// The holder writes the log: it makes the change, and this node
+		// applies it when the log hands it the event (followMemory).
+		var it memory.Item
+		err := m.forward(ctx, opMemory, wireMemory{Op: c.op, ID: c.id, Text: c.text, By: c.by,
+			Source: c.source, Action: c.action, Turn: c.turn}, &it)
+		return memoryReply{item: it}, err
+	}
 	c.reply = make(chan memoryReply, 1)
 	r, err := call(ctx, m, c, c.reply)
 	if err != nil {
@@ -138,6 +147,11 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	case memUse:
 		m.used(c.ids)
 		return memoryReply{}
+	}
+	if !m.leading.Load() {
+		return memoryReply{err: ErrNoLeader} // this node lost the lease since the change was sent
+	}
+	switch c.op {
 	case memSave:
 		d.Action, d.ID, d.Text, d.Source = c.action, "m"+strconv.FormatInt(m.seq+1, 10), c.text, c.source
 	case memEdit, memForget:
@@ -265,8 +279,8 @@ func (m *SessionManager) checkpointItems() {
 // command.
 func (m *SessionManager) migrateLongTerm() {
 	items, mem := m.cfg.Items, m.cfg.Memory
-	if items == nil || mem == nil || items.Migrated() {
-		return
+	if items == nil || mem == nil || items.Migrated() || !m.leading.Load() {
+		return // a follower writes no log: the node that leads migrates its file
 	}
 	text, err := mem.LongTerm()
 	if err != nil {
@@ -367,5 +381,52 @@ func (m *SessionManager) noteUses(res SearchResult) {
 func (m *SessionManager) used(ids []string) {
 	if m.cfg.Items.Use(m.now(), ids...) {
 		m.saveItems("used", ids)
+	}
+}
+
+// opMemory forwards a memory change to the node holding the lease.
+const opMemory = "memory"
+
+// wireMemory is a forwarded memory change (a memoryCmd).
+type wireMemory struct {
+	Op     int    `json:"op"`
+	ID     string `json:"id,omitempty"`
+	Text   string `json:"text,omitempty"`
+	By     string `json:"by"`
+	Source string `json:"source,omitempty"`
+	Action string `json:"action,omitempty"`
+	Turn   string `json:"turn,omitempty"`
+}
+
+// serveMemory makes a memory change another node forwarded (see Serve).
+func (m *SessionManager) serveMemory(ctx context.Context, req []byte) (memory.Item, error) {
+	var w wireMemory
+	if err := json.Unmarshal(req, &w); err != nil {
+		return memory.Item{}, err
+	}
+	if w.Op != memSave && w.Op != memEdit && w.Op != memForget {
+		return memory.Item{}, fmt.Errorf("unknown memory operation %d", w.Op)
+	}
+	r, err := m.memory(ctx, memoryCmd{op: w.Op, id: w.ID, text: w.Text, by: w.By, source: w.Source, action: w.Action, turn: w.Turn})
+	return r.item, err
+}
+
+// followMemory applies an event the log handed a follower to its item
+// store (see Ingest): every node keeps its own items.json, all from the
+// same events. The hub's goroutine.
+func (m *SessionManager) followMemory(e event.Event) {
+	if m.cfg.Items == nil {
+		return
+	}
+	changed, err := m.cfg.Items.Apply(e)
+	if err != nil {
+		m.cfg.Logger.Warn("memory items: skipping an unreadable memory_changed event", "seq", e.Seq, "err", err)
+		return
+	}
+	if changed {
+		m.saveItems("seq", e.Seq)
+		if m.cfg.Index != nil {
+			m.cfg.Index.NotifyMemory()
+		}
 	}
 }
