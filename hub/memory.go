@@ -151,6 +151,11 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	if !m.leading.Load() {
 		return memoryReply{err: ErrNoLeader} // this node lost the lease since the change was sent
 	}
+	// Turn ends the log still owes go first (commit would write them), so
+	// that a new item's id is the seq its event gets.
+	if err := m.payOwed(); err != nil {
+		return memoryReply{err: storageErr("save memory item", err)}
+	}
 	switch c.op {
 	case memSave:
 		d.Action, d.ID, d.Text, d.Source = c.action, "m"+strconv.FormatInt(m.seq+1, 10), c.text, c.source

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -320,6 +321,9 @@ func TestAgentSavesAndForgets(t *testing.T) {
 			d = data[event.MemoryChangedData](t, e)
 			if e.Turn == "" {
 				t.Errorf("the agent's memory_changed has no turn")
+			}
+			if d.ID != "m"+strconv.FormatInt(e.Seq, 10) {
+				t.Errorf("item id %s saved by the event at seq %d", d.ID, e.Seq)
 			}
 		}
 	}
