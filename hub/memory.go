@@ -263,9 +263,10 @@ func (m *SessionManager) replayItems(restore []event.Event) (int, error) {
 }
 
 // checkpointItems saves the item store as up to date with the whole chat
-// log, so that the next start reads nothing to catch up. Shutdown only.
+// log, so that the next start reads nothing to catch up, with the uses
+// counted since the last write. Shutdown only.
 func (m *SessionManager) checkpointItems() {
-	if m.cfg.Items == nil || m.cfg.Items.Applied() >= m.seq {
+	if m.cfg.Items == nil {
 		return
 	}
 	m.cfg.Items.Advance(m.seq)
@@ -382,11 +383,12 @@ func (m *SessionManager) noteUses(res SearchResult) {
 	}
 }
 
-// used records uses on the hub's goroutine (memUse).
+// used records uses on the hub's goroutine (memUse). They are written
+// with the next change or the checkpoint at shutdown, not now: a search
+// must not cost a write of items.json (about 12 ms with 1000 items), and
+// a crash losing a few uses only reorders the context a little.
 func (m *SessionManager) used(ids []string) {
-	if m.cfg.Items.Use(m.now(), ids...) {
-		m.saveItems("used", ids)
-	}
+	m.cfg.Items.Use(m.now(), ids...)
 }
 
 // opMemory forwards a memory change to the node holding the lease.
