@@ -287,12 +287,14 @@ func TestMemoryInContextWithinBudget(t *testing.T) {
 	rec := newRecorder()
 	rec.Free = true
 	h := startHub(t, cfg, rec)
+	s, _ := subscribe(t, h, 0)
 	ctx := ctxT(t)
 	old, _ := h.MemorySave(ctx, "The user's cat is called Miso and likes tuna.", memory.SourceWeb)
 	mid, _ := h.MemorySave(ctx, "The launch is on Friday at nine in the morning.", memory.SourceWeb)
 	newest, _ := h.MemorySave(ctx, "Bob is on leave in March.", memory.SourceWeb)
 	submit(t, h, "hi", "c1")
 	lt := rec.ran(t).LongTermMemory
+	until(t, s, event.TurnEnd) // the session is free for the next input
 	if !strings.Contains(lt, "["+newest.ID+"] Bob") || !strings.Contains(lt, "["+mid.ID+"]") || strings.Contains(lt, old.ID) ||
 		strings.Index(lt, newest.ID) > strings.Index(lt, mid.ID) || !strings.Contains(lt, "1 older or less used item is not shown") {
 		t.Fatalf("context memory:\n%s", lt)
