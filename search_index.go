@@ -18,27 +18,24 @@ func indexPath(cfg config.Config) string {
 
 // openIndex opens the search index and its Follower, which catches up
 // from the chat log (logSeq is the log's newest seq) once Run starts.
-func openIndex(cfg config.Config, logSeq int64, mem *memory.Store, logger *slog.Logger) (*index.Follower, error) {
+func openIndex(cfg config.Config, logSeq int64, items *memory.Items, logger *slog.Logger) (*index.Follower, error) {
 	return index.NewFollower(index.FollowerOptions{
 		Path:   indexPath(cfg),
 		Log:    history.NewReader(cfg.Session.ChatLogPath).Since,
-		Memory: memoryDocs(mem),
+		Memory: memoryDocs(items),
 		LogSeq: logSeq,
 		Logger: logger,
 	})
 }
 
-// memoryDocs reads long-term memory as index documents, one a section.
-func memoryDocs(mem *memory.Store) index.MemorySource {
+// memoryDocs reads the long-term memory items as index documents, one an
+// item (memory.Doc: its id, then its text).
+func memoryDocs(items *memory.Items) index.MemorySource {
 	return func() ([]index.Doc, error) {
-		text, err := mem.LongTerm()
-		if err != nil {
-			return nil, err
-		}
-		secs := memory.Sections(text)
-		docs := make([]index.Doc, len(secs))
-		for i, s := range secs {
-			docs[i] = index.Doc{TS: s.Time, Content: s.Text}
+		list := items.List()
+		docs := make([]index.Doc, len(list))
+		for i, it := range list {
+			docs[i] = index.Doc{TS: it.Updated, Content: memory.Doc(it)}
 		}
 		return docs, nil
 	}

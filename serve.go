@@ -142,6 +142,7 @@ type stores struct {
 	tail    []event.Event // the end of the chat log, for the hub to resume from
 	chatLog *history.Log
 	mem     *memory.Store
+	items   *memory.Items
 	search  *index.Follower
 	files   *attachments.Store
 }
@@ -170,6 +171,10 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
 	}
+	if st.items, err = memory.OpenItems(cfg.Memory.Dir); err != nil {
+		st.close()
+		return nil, err
+	}
 	if st.files, err = attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes); err != nil {
 		st.close()
 		return nil, err
@@ -178,7 +183,7 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
 	}
-	if st.search, err = openIndex(cfg, logSeq, st.mem, logger); err != nil {
+	if st.search, err = openIndex(cfg, logSeq, st.items, logger); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -296,22 +301,24 @@ func (a *app) warnings() []string {
 // tools besides the history tools.
 func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, tools func() []agent.Tool, lg hub.Log, link hub.Cluster) *hub.SessionManager {
 	return hub.New(hub.Config{
-		DataDir:         cfg.DataDir,
-		BusyPolicy:      cfg.Session.BusyPolicy,
-		RetainExchanges: cfg.Session.RetainExchanges,
-		BufferEvents:    cfg.Session.BufferEvents,
-		ClientQueue:     cfg.Server.ClientQueue,
-		IdleTimeout:     time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
-		Logger:          logger,
-		Restore:         st.tail,
-		Memory:          st.mem,
-		History:         history.NewReader(cfg.Session.ChatLogPath),
-		Index:           st.search,
-		Tools:           tools,
-		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
-		Attachments:     st.files,
-		MaxAttachments:  cfg.Attachments.MaxPerMessage,
-		Cluster:         link,
+		DataDir:             cfg.DataDir,
+		BusyPolicy:          cfg.Session.BusyPolicy,
+		RetainExchanges:     cfg.Session.RetainExchanges,
+		BufferEvents:        cfg.Session.BufferEvents,
+		ClientQueue:         cfg.Server.ClientQueue,
+		IdleTimeout:         time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
+		Logger:              logger,
+		Restore:             st.tail,
+		Memory:              st.mem,
+		Items:               st.items,
+		MemoryContextTokens: cfg.Memory.ContextTokens,
+		History:             history.NewReader(cfg.Session.ChatLogPath),
+		Index:               st.search,
+		Tools:               tools,
+		ApprovalTimeout:     time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
+		Attachments:         st.files,
+		MaxAttachments:      cfg.Attachments.MaxPerMessage,
+		Cluster:             link,
 	}, lg, ag)
 }
 

@@ -225,6 +225,7 @@ func (m *SessionManager) ingest(e event.Event) {
 	}
 	m.remember(f)
 	m.followTurn(e)
+	m.followMemory(e)
 	m.flushLive()
 	if len(m.parked) > 0 {
 		m.unpark(false)
@@ -341,6 +342,7 @@ func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
 	m.shown = max(m.shown, m.seq)
 	m.rebuild(tail)
 	m.unpark(true)
+	m.migrateLongTerm()
 	m.startPending(ctx)
 	m.watch.Touch()
 	m.cfg.Logger.Info("this node runs the assistant now", "last_seq", m.seq)
