@@ -118,6 +118,10 @@ type Config struct {
 	// the memory API and tools (ErrNoMemory). Only the hub applies and
 	// saves changes to it once Run has started.
 	Items *memory.Items
+	// MemoryContextTokens bounds the memory items put into each turn's
+	// context (about 4 bytes a token). Default 2000 (0); negative: all
+	// items.
+	MemoryContextTokens int
 	// History reads the chat log on disk for the agent's history tools and
 	// the history API. Nil: the tools and API use the buffer only.
 	History *history.Reader
@@ -321,6 +325,9 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	if cfg.ConsolidateRetry <= 0 {
 		cfg.ConsolidateRetry = 5 * time.Second
 	}
+	if cfg.MemoryContextTokens == 0 {
+		cfg.MemoryContextTokens = defaultMemoryContextTokens
+	}
 	if cfg.MaxAttachments <= 0 {
 		cfg.MaxAttachments = DefaultMaxAttachments
 	}
@@ -405,6 +412,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 	m.sess = sess
 	m.restore(m.cfg.Restore)
 	m.catchUpItems(m.cfg.Restore)
+	m.migrateLongTerm()
 	m.cfg.Restore = nil
 	m.startPending(ctx) // inputs recorded as queued before a restart
 	if m.cfg.Memory != nil {
@@ -482,7 +490,10 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 	case turnDoneCmd:
 		m.turnDone(ctx, c)
 	case memoryCmd:
-		c.reply <- m.changeMemory(c)
+		r := m.changeMemory(c)
+		if c.reply != nil {
+			c.reply <- r
+		}
 	default:
 		panic(fmt.Sprintf("hub: unknown command %T", c))
 	}
@@ -533,10 +544,38 @@ func (m *SessionManager) shutdown() {
 	// goroutine outlives the hub; a backend that ignores cancel is left behind.
 	waited := make(chan struct{})
 	go func() { m.turns.Wait(); m.bg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(2 * time.Second):
-		m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
+	timeout := time.After(2 * time.Second)
+	for {
+		select {
+		case <-waited:
+			m.drainReports()
+			return
+		case <-timeout:
+			m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
+			m.drainReports()
+			return
+		case c := <-m.cmds:
+			m.whileStopping(c)
+		}
 	}
-	m.drainReports()
+}
+
+// whileStopping answers a command that arrives while shutdown waits for
+// the turn and the memory writers: a consolidation's summary is still
+// saved (it is written to the log like any memory change), storage reports
+// are logged, and everything else is refused with ErrClosed where it
+// waits for an answer.
+func (m *SessionManager) whileStopping(c any) {
+	switch c := c.(type) {
+	case memoryCmd:
+		switch {
+		case c.reply == nil: // a use: dropped
+		case c.action == event.MemoryConsolidated:
+			c.reply <- m.changeMemory(c)
+		default:
+			c.reply <- memoryReply{err: ErrClosed}
+		}
+	case storageCmd:
+		m.stored(c.part, c.err, c.attrs...)
+	}
 }

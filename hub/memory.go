@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
@@ -38,6 +41,7 @@ const (
 	memSave
 	memEdit
 	memForget
+	memUse // no reply: a search found these items (noteUses)
 )
 
 type (
@@ -45,7 +49,8 @@ type (
 		op                   int
 		id, text, by, source string
 		action, turn         string
-		reply                chan memoryReply
+		ids                  []string         // memUse
+		reply                chan memoryReply // nil for memUse
 	}
 	memoryReply struct {
 		item  memory.Item
@@ -130,6 +135,9 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	switch c.op {
 	case memList:
 		return memoryReply{items: items.List()}
+	case memUse:
+		m.used(c.ids)
+		return memoryReply{}
 	case memSave:
 		d.Action, d.ID, d.Text, d.Source = c.action, "m"+strconv.FormatInt(m.seq+1, 10), c.text, c.source
 	case memEdit, memForget:
@@ -244,5 +252,120 @@ func (m *SessionManager) checkpointItems() {
 	m.cfg.Items.Advance(m.seq)
 	if err := m.cfg.Items.Save(); err != nil {
 		m.cfg.Logger.Warn("memory items: checkpoint not saved; the next start reads the chat log to catch up", "err", err)
+	}
+}
+
+// migrateLongTerm turns long_term.md, the memory file of earlier
+// versions, into items once: each section not already an item (by its
+// text) is saved as one (action consolidated, by "migration"), then the
+// file is renamed long_term.md.migrated (kept, readable, no longer read)
+// and the store marked migrated. A crash part way is safe: the sections
+// already saved are in the log, the catch-up restores them, and the next
+// start skips them by their text. Run's goroutine, before the first
+// command.
+func (m *SessionManager) migrateLongTerm() {
+	items, mem := m.cfg.Items, m.cfg.Memory
+	if items == nil || mem == nil || items.Migrated() {
+		return
+	}
+	text, err := mem.LongTerm()
+	if err != nil {
+		m.cfg.Logger.Error("memory items: cannot read long_term.md to migrate it; trying again at the next start", "err", err)
+		return
+	}
+	have := map[string]bool{}
+	for _, it := range items.List() {
+		have[it.Text] = true
+	}
+	saved := 0
+	for _, sec := range memory.Sections(text) {
+		t, err := cleanMemoryText(strings.TrimPrefix(sec.Text, "## "))
+		if errors.Is(err, ErrMemoryTooLong) {
+			t, err = string([]rune(t)[:memory.MaxItemChars-1])+"…", nil
+		}
+		if err != nil || have[t] {
+			continue
+		}
+		r := m.changeMemory(memoryCmd{op: memSave, text: t, source: memory.SourceConsolidation,
+			by: "migration", action: event.MemoryConsolidated})
+		if r.err != nil {
+			m.cfg.Logger.Error("memory items: long_term.md not migrated; trying again at the next start", "err", r.err)
+			return
+		}
+		have[t] = true
+		saved++
+	}
+	path := filepath.Join(mem.Dir(), memory.LongTermFile)
+	if text != "" {
+		if err := os.Rename(path, path+".migrated"); err != nil {
+			m.cfg.Logger.Error("memory items: long_term.md was migrated but not renamed; trying again at the next start", "err", err)
+			return
+		}
+		m.cfg.Logger.Info("long_term.md migrated into memory items; the file is kept as long_term.md.migrated", "items", saved)
+	}
+	items.SetMigrated()
+	m.saveItems("migrated", saved)
+}
+
+// defaultMemoryContextTokens is Config.MemoryContextTokens' default.
+const defaultMemoryContextTokens = 2000
+
+// memoryContext renders the memory items for a turn's context within
+// Config.MemoryContextTokens: the newest and most used first (see
+// memory.Items.ForContext), the rest left to history_search type:memory.
+func (m *SessionManager) memoryContext() string {
+	ranked, fit := m.cfg.Items.ForContext(m.cfg.MemoryContextTokens)
+	if len(ranked) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Long-term memory, one item a line as [id] text (newest and most used first). " +
+		"Save a new fact with memory_save; remove a wrong or unwanted item with memory_forget and its id.\n")
+	for _, it := range ranked[:fit] {
+		b.WriteString("- ")
+		b.WriteString(strings.ReplaceAll(memory.Doc(it), "\n", "\n  "))
+		b.WriteByte('\n')
+	}
+	if left := len(ranked) - fit; left > 0 {
+		fmt.Fprintf(&b, "(%d older or less used %s not shown here for space: find them with history_search and type:memory in the query.)\n",
+			left, plural(left, "item is", "items are"))
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// noteUses counts the memory items a tool's search found (their ids are
+// in the hits' snippets, see memory.Doc) as used, so that they rank
+// higher in the next turns' context. The search's goroutine; it does not
+// wait for the hub.
+func (m *SessionManager) noteUses(res SearchResult) {
+	if m.cfg.Items == nil {
+		return
+	}
+	var ids []string
+	for _, h := range res.Hits {
+		if h.Type == index.TypeMemory {
+			ids = append(ids, memory.IDsIn(h.Snippet)...)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	select {
+	case m.cmds <- memoryCmd{op: memUse, ids: ids}:
+	case <-m.done:
+	}
+}
+
+// used records uses on the hub's goroutine (memUse).
+func (m *SessionManager) used(ids []string) {
+	if m.cfg.Items.Use(m.now(), ids...) {
+		m.saveItems("used", ids)
 	}
 }

@@ -85,10 +85,14 @@ var _ HistorySource = (*SessionManager)(nil)
 // disk and the index directly.
 func (m *SessionManager) tools(turn string) []agent.Tool { return HistoryTools(m, turn) }
 
-// turnTools are every tool a turn gets: the history tools and the
-// configured extra ones (MCP).
-func (m *SessionManager) turnTools(turn string) []agent.Tool {
+// turnTools are every tool a turn gets: the history tools, the memory
+// tools (with an item store; channel is where the turn's input came
+// from) and the configured extra ones (MCP).
+func (m *SessionManager) turnTools(turn, channel string) []agent.Tool {
 	tools := m.tools(turn)
+	if m.cfg.Items != nil {
+		tools = append(tools, m.memoryTools(turn, channel)...)
+	}
 	if m.cfg.Tools != nil {
 		for _, t := range m.cfg.Tools() {
 			if t.Confirm {
@@ -239,7 +243,11 @@ func (m *SessionManager) Search(ctx context.Context, query string, limit int) (S
 // (the agent's history_search and the MCP server's): their durations are
 // labelled "tool".
 func (m *SessionManager) SearchIndex(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
-	return m.search(ctx, query, opts, searchByTool)
+	res, err := m.search(ctx, query, opts, searchByTool)
+	if err == nil {
+		m.noteUses(res)
+	}
+	return res, err
 }
 
 // search runs on the caller's goroutine (the index has its own locking);

@@ -28,9 +28,9 @@ const (
 	SourceConsolidation = "consolidation"
 )
 
-// MaxItemChars caps an item's text, in characters (runes). A consolidation's
-// summary is capped to the same length (maxSummaryChars).
-const MaxItemChars = maxSummaryChars
+// MaxItemChars caps an item's text, in characters (runes). A
+// consolidation's summary (at most maxSummaryChars) and its heading fit.
+const MaxItemChars = 16384
 
 // ErrNotFound means no memory item has the id.
 var ErrNotFound = errors.New("no memory item has that id")
@@ -57,9 +57,9 @@ type itemsFile struct {
 	// Applied: every memory_changed event up to this seq is in Items.
 	Applied int64  `json:"applied_seq"`
 	Items   []Item `json:"items"`
-	// Uses counts, per item id, how often the item was found by a search
-	// the agent made (see Items.Use).
-	Uses map[string]int `json:"uses,omitempty"`
+	// Uses counts, per item id, how often and when last the item was
+	// found by a search the agent made (see Items.Use).
+	Uses map[string]Use `json:"uses,omitempty"`
 	// Migrated: long_term.md was turned into items (see MigrateSections).
 	Migrated bool `json:"migrated,omitempty"`
 }
@@ -164,7 +164,9 @@ func (s *Items) Apply(e event.Event) (bool, error) {
 	if err := e.Decode(&d); err != nil {
 		return false, fmt.Errorf("memory_changed at seq %d: %w", e.Seq, err)
 	}
-	changed := s.apply(d, e.TS.Std())
+	// As the log keeps it (UTC, milliseconds): the live store and one
+	// replayed from the log after a restart, or on another node, agree.
+	changed := s.apply(d, e.TS.Std().UTC().Truncate(time.Millisecond))
 	s.file.Applied = max(s.file.Applied, e.Seq)
 	return changed, nil
 }
@@ -213,11 +215,17 @@ func (s *Items) Reset() {
 	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated}
 }
 
-// Use counts one more use of each of ids (the agent found the item by a
-// search); unknown ids are skipped. It reports whether any counted.
+// Use is how often an item was used, and when last.
+type Use struct {
+	Count int       `json:"count"`
+	Last  time.Time `json:"last"`
+}
+
+// Use counts one more use at now of each of ids (the agent found the item
+// by a search); unknown ids are skipped. It reports whether any counted.
 // Uses are kept by the next Save: they order the items for the context
 // (see ForContext) and are not in the chat log.
-func (s *Items) Use(ids ...string) bool {
+func (s *Items) Use(now time.Time, ids ...string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	used := false
@@ -226,19 +234,61 @@ func (s *Items) Use(ids ...string) bool {
 			continue
 		}
 		if s.file.Uses == nil {
-			s.file.Uses = map[string]int{}
+			s.file.Uses = map[string]Use{}
 		}
-		s.file.Uses[id]++
+		u := s.file.Uses[id]
+		u.Count++
+		u.Last = now
+		s.file.Uses[id] = u
 		used = true
 	}
 	return used
 }
 
-// Uses returns how often the item id was used.
-func (s *Items) Uses(id string) int {
+// Uses returns how often and when last the item id was used.
+func (s *Items) Uses(id string) Use {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.file.Uses[id]
+}
+
+// ForContext returns the items ranked for a turn's context, first the
+// most recently touched — saved, edited or found by the agent's search —
+// then, between equals, the most used; and how many of them fit in
+// maxTokens when rendered with Doc (a token counted as 4 bytes, plus 4
+// per item), at least none. maxTokens <= 0 fits all.
+func (s *Items) ForContext(maxTokens int) (ranked []Item, fit int) {
+	s.mu.RLock()
+	ranked = slices.Clone(s.file.Items)
+	uses := make(map[string]Use, len(s.file.Uses))
+	for k, v := range s.file.Uses {
+		uses[k] = v
+	}
+	s.mu.RUnlock()
+	touched := func(it Item) time.Time {
+		if u := uses[it.ID]; u.Last.After(it.Updated) {
+			return u.Last
+		}
+		return it.Updated
+	}
+	slices.SortStableFunc(ranked, func(a, b Item) int {
+		if c := touched(b).Compare(touched(a)); c != 0 {
+			return c
+		}
+		return uses[b.ID].Count - uses[a.ID].Count
+	})
+	if maxTokens <= 0 {
+		return ranked, len(ranked)
+	}
+	used := 0
+	for fit < len(ranked) {
+		used += (len(Doc(ranked[fit]))+3)/4 + 4
+		if used > maxTokens {
+			break
+		}
+		fit++
+	}
+	return ranked, fit
 }
 
 // Migrated reports whether long_term.md was migrated into items.
