@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -67,9 +68,13 @@ var memoryLine = regexp.MustCompile(`^\s*(?:[-*•]\s*)?\[([A-Za-z0-9_-]+)\]\s*(
 // read it: each item with its id, the newest last.
 func (d *Demo) remembered(_ context.Context, req Request, _ Emitter) (string, error) {
 	var items []string
+	more := ""
 	for _, l := range strings.Split(req.LongTermMemory, "\n") {
 		if m := memoryLine.FindStringSubmatch(l); m != nil {
 			items = append(items, fmt.Sprintf("“%s” (%s)", clipRunes(m[2], 200), m[1]))
+		} else if m := moreLine.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			more = fmt.Sprintf(" There %s %d more, older or less used, that I can find with a search.", plural(n, "is", "are"), n)
 		}
 	}
 	if len(items) == 0 {
@@ -79,6 +84,29 @@ func (d *Demo) remembered(_ context.Context, req Request, _ Emitter) (string, er
 		return "I do not remember anything about you yet. Tell me “remember that …” and I will; " +
 			"you can also add, edit and forget what I remember in the web UI's Memory panel.", nil
 	}
-	return fmt.Sprintf("I remember %d %s: %s. You can edit or forget any of them in the web UI's Memory panel, or with /forget <id> in the terminal.",
-		len(items), plural(len(items), "thing", "things"), strings.Join(items, "; ")), nil
+	return fmt.Sprintf("I remember %d %s: %s.%s You can edit or forget any of them in the web UI's Memory panel, with /forget <id> in the terminal, or by telling me “forget <id>”.",
+		len(items), plural(len(items), "thing", "things"), strings.Join(items, "; "), more), nil
+}
+
+// moreLine is the context's note on the items it had no room for.
+var moreLine = regexp.MustCompile(`^\s*\((\d+) older or less used`)
+
+// forgetPattern matches "forget m12" (also "please forget item m12",
+// "forget memory m12"): an item to delete by its id.
+var forgetPattern = regexp.MustCompile(`(?i)^\s*(?:please\s+)?forget\s+(?:(?:memory\s+)?item\s+|memory\s+)?(m[0-9]+)\s*[.!]*\s*$`)
+
+// forget deletes an item with the memory_forget tool, as a model would.
+func (d *Demo) forget(ctx context.Context, req Request, id string, emit Emitter) (string, error) {
+	tool := findTool(req.Tools, "memory_forget")
+	if tool == nil {
+		return fmt.Sprintf("I cannot change my memory right now, so I cannot forget %s.", id), nil
+	}
+	args, _ := json.Marshal(map[string]any{"id": id})
+	if _, err := callTool(ctx, req.Turn, tool, args, emit); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return fmt.Sprintf("I could not forget %s: %v.", id, err), nil
+	}
+	return fmt.Sprintf("Done: I have forgotten %s.", id), nil
 }

@@ -107,3 +107,40 @@ func TestDemoListsWhatItRemembers(t *testing.T) {
 		t.Errorf("memory of another form: %q", reply)
 	}
 }
+
+// TestDemoForgetCallsMemoryForget: "forget m12" is a memory_forget call
+// with that id; a failure (an unknown id, a denied approval) is told.
+func TestDemoForgetCallsMemoryForget(t *testing.T) {
+	var got []string
+	forget := Tool{Name: "memory_forget", Call: func(_ context.Context, args json.RawMessage) (string, error) {
+		got = append(got, string(args))
+		if strings.Contains(string(args), "m404") {
+			return "", errors.New("no memory item has that id")
+		}
+		return `{"forgotten":"m12"}`, nil
+	}}
+	reply, evs := runDemo(t, Request{Turn: "t1", Content: "please forget item m12", Tools: []Tool{forget}})
+	if len(got) != 1 || got[0] != `{"id":"m12"}` || len(evs) < 3 || evs[1].typ != event.ToolCall {
+		t.Fatalf("calls %q, events %v", got, evs)
+	}
+	if reply != "Done: I have forgotten m12." {
+		t.Errorf("reply %q", reply)
+	}
+	if reply, _ := runDemo(t, Request{Turn: "t2", Content: "forget m404", Tools: []Tool{forget}}); !strings.Contains(reply, "I could not forget m404: no memory item has that id") {
+		t.Errorf("unknown id: %q", reply)
+	}
+	if _, ok := rememberText("forget the milk"); ok || forgetPattern.MatchString("forget the milk") || forgetPattern.MatchString("don't forget m12 is mine") {
+		t.Error("a sentence with forget in it is taken for an id to forget")
+	}
+}
+
+// The hub's context (hub.memoryContext) says how many items it had no
+// room for: the demo says so too.
+func TestDemoSaysWhatItHadNoRoomFor(t *testing.T) {
+	lt := "Long-term memory, one item a line as [id] text (newest and most used first). Save …\n- [m9] the car is a blue Volvo\n" +
+		"(3 older or less used items are not shown here for space: find them with history_search and type:memory in the query.)\n"
+	reply, _ := runDemo(t, Request{Content: "what do you remember about me?", LongTermMemory: lt})
+	if !strings.Contains(reply, "I remember 1 thing: “the car is a blue Volvo” (m9). There are 3 more, older or less used") {
+		t.Errorf("reply %q", reply)
+	}
+}

@@ -2,59 +2,18 @@ package web_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/frontdesk-hq/frontdesk/agent"
-	"github.com/frontdesk-hq/frontdesk/channels/ws"
-	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 
-// memoryEnv is a session with a memory item store behind the web handler
-// and the demo agent, wired like main.
-type memoryEnv struct {
-	srv *httptest.Server
-	hub *hub.SessionManager
-}
-
-func startMemory(t *testing.T) *memoryEnv {
-	t.Helper()
-	dir := t.TempDir()
-	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := memory.OpenItems(filepath.Join(dir, "memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := hub.New(hub.Config{DataDir: dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, &agent.Demo{})
-	wsh := ws.New(m, ws.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); m.Run(ctx) }()
-	srv := httptest.NewServer(web.Handler(m, web.Options{WS: wsh}))
-	t.Cleanup(func() {
-		cancel()
-		<-hubDone
-		srv.Close()
-		wsh.Wait(context.Background())
-		lg.Close()
-	})
-	return &memoryEnv{srv: srv, hub: m}
-}
-
 // save makes an item through the API, as another door would.
-func (e *memoryEnv) save(t *testing.T, text string) string {
+func memSave(t *testing.T, e *env, text string) string {
 	t.Helper()
 	r := do(t, request(t, "POST", e.srv.URL+"/api/memory", `{"text":`+jsString(text)+`}`, "Content-Type", "application/json"))
 	if r.status != http.StatusCreated {
@@ -64,7 +23,7 @@ func (e *memoryEnv) save(t *testing.T, text string) string {
 }
 
 // texts is every item's text on the server, oldest first.
-func (e *memoryEnv) texts(t *testing.T) []string {
+func memTexts(t *testing.T, e *env) []string {
 	t.Helper()
 	items, err := e.hub.MemoryList(context.Background())
 	if err != nil {
@@ -103,8 +62,8 @@ func memButton(p *tab, text, action string) chromedp.Action[chromedp.Void] {
 // Undo (saved again, as a new item) — each change reaching the server —
 // and says what went wrong without losing the text typed.
 func TestBrowserMemoryPanel(t *testing.T) {
-	e := startMemory(t)
-	e.save(t, "my cat is called Miso")
+	e := startMemory(t, web.Options{})
+	memSave(t, e, "my cat is called Miso")
 	browser := newBrowser(t, 1200, 800)
 	p := openTab(t, browser, "tab", e.srv.URL+"/")
 	p.wait("connected", jsConnected)
@@ -118,7 +77,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	// Add.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-new"), "I take my coffee black"), chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
 	p.wait("the new item listed, the box emptied", jsMemTexts+` === 'I take my coffee black|my cat is called Miso' && document.querySelector('#memory-new').value === ''`)
-	if got := strings.Join(e.texts(t), "|"); got != "my cat is called Miso|I take my coffee black" {
+	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Miso|I take my coffee black" {
 		t.Fatalf("server after add: %q", got)
 	}
 
@@ -128,7 +87,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	p.do(chromedp.Evaluate[chromedp.Void](`document.activeElement.select()`), chromedp.SendKeys(chromedp.CSS(`#memory-list li.editing .mem-edit`), "my cat is called Mochi"), pressEnter(false))
 	p.wait("the edited text shown", `(() => { const li = `+jsMemItem("my cat is called Mochi")+`; return li && !li.classList.contains('editing') &&
 		/edited /.test(li.querySelector('.mem-meta').textContent); })()`)
-	if got := strings.Join(e.texts(t), "|"); got != "my cat is called Mochi|I take my coffee black" {
+	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Mochi|I take my coffee black" {
 		t.Fatalf("server after edit: %q", got)
 	}
 
@@ -144,12 +103,12 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	p.do(memButton(p, "I take my coffee black", "forget"))
 	p.wait("gone, with an undo", jsMemTexts+` === 'my cat is called Mochi' && !document.querySelector('#memory-undo').hidden &&
 		/Forgotten: “I take my coffee black”. Undo saves it again as a new item./.test(document.querySelector('#memory-undo').textContent)`)
-	if got := strings.Join(e.texts(t), "|"); got != "my cat is called Mochi" {
+	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Mochi" {
 		t.Fatalf("server after forget: %q", got)
 	}
 	p.do(chromedp.Click(chromedp.CSS("#memory-undo-btn")))
 	p.wait("back after undo", jsMemTexts+` === 'I take my coffee black|my cat is called Mochi' && document.querySelector('#memory-undo').hidden`)
-	if got := strings.Join(e.texts(t), "|"); got != "my cat is called Mochi|I take my coffee black" {
+	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Mochi|I take my coffee black" {
 		t.Fatalf("server after undo: %q", got)
 	}
 	p.screenshot("memory-panel")
@@ -164,7 +123,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#memory-new').value = `+jsString(long)), chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
 	p.wait("the server's refusal said", `/^Could not remember it: text is too long: a memory item holds at most \d+ characters. Your text is still in the box.$/.test(`+jsMemError+`) &&
 		document.querySelector('#memory-new').value.length === `+jsString(long)+`.length`)
-	if n := len(e.texts(t)); n != 2 {
+	if n := len(memTexts(t, e)); n != 2 {
 		t.Fatalf("%d items after the refusals, want 2", n)
 	}
 }
@@ -175,7 +134,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 // while a tab edits it hands the unsaved text to the Add box. On a phone
 // the panel fits the screen.
 func TestBrowserMemoryPanelFollowsEveryDoor(t *testing.T) {
-	e := startMemory(t)
+	e := startMemory(t, web.Options{})
 	browser := newBrowser(t, 1200, 800)
 	a := openTab(t, browser, "tab A", e.srv.URL+"/")
 	b := openTab(t, browser, "tab B", e.srv.URL+"/")
@@ -184,7 +143,7 @@ func TestBrowserMemoryPanelFollowsEveryDoor(t *testing.T) {
 		p.do(chromedp.Click(chromedp.CSS("#memory-open")))
 		p.wait("empty said", `/remembers nothing yet/.test(document.querySelector('#memory-status').textContent)`)
 	}
-	id := e.save(t, "the wifi password is on the fridge")
+	id := memSave(t, e, "the wifi password is on the fridge")
 	for _, p := range []*tab{a, b} {
 		p.wait("the API's item listed live", jsMemTexts+` === 'the wifi password is on the fridge' && document.querySelector('#memory-open').textContent === 'Memory · 1'`)
 	}
@@ -212,4 +171,30 @@ func TestBrowserMemoryPanelFollowsEveryDoor(t *testing.T) {
 	b.wait("no sideways scrolling", `document.documentElement.scrollWidth <= window.innerWidth &&
 		[...document.querySelectorAll('#memory button, #memory input')].every((n) => { const r = n.getBoundingClientRect(); return r.left >= 0 && r.right <= window.innerWidth; })`)
 	b.screenshot("memory-panel-phone")
+}
+
+// TestBrowserMemoryFromTheDemo: offline, with no model, telling the demo
+// assistant "remember that …" saves an item through its memory_save tool
+// (the open panel shows it at once, by agent), and "what do you remember
+// about me?" lists it from the turn's context; "forget <id>" removes it.
+func TestBrowserMemoryFromTheDemo(t *testing.T) {
+	e := startMemory(t, web.Options{})
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", e.srv.URL+"/")
+	p.wait("connected", jsConnected)
+	p.do(chromedp.Click(chromedp.CSS("#memory-open")))
+	p.wait("empty said", `/remembers nothing yet/.test(document.querySelector('#memory-status').textContent)`)
+	p.send("remember that my cat is called Miso")
+	p.wait("the agent's item in the panel", jsMemTexts+` === 'my cat is called Miso' && /^by agent · saved /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
+	id := eval[string](p, `document.querySelector('#memory-list li').dataset.id`)
+	p.wait("the reply", `[...document.querySelectorAll('#log li.msg.assistant .md')].some((m) => m.textContent.includes('I will remember: “my cat is called Miso” (memory `+id+`)'))`)
+	p.wait("idle", jsIdle)
+	p.send("what do you remember about me?")
+	p.wait("the item listed in the reply", `[...document.querySelectorAll('#log li.msg.assistant .md')].some((m) => m.textContent.includes('I remember 1 thing: “my cat is called Miso” (`+id+`)'))`)
+	p.wait("idle", jsIdle)
+	p.send("forget " + id)
+	p.wait("gone from the panel", jsMemTexts+` === '' && /remembers nothing yet/.test(document.querySelector('#memory-status').textContent)`)
+	if n := len(memTexts(t, e)); n != 0 {
+		t.Fatalf("%d items after the demo's forget", n)
+	}
 }
