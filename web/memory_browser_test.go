@@ -76,7 +76,8 @@ func TestBrowserMemoryPanel(t *testing.T) {
 
 	// Add.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-new"), "I take my coffee black"), chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
-	p.wait("the new item listed, the box emptied", jsMemTexts+` === 'I take my coffee black|my cat is called Miso' && document.querySelector('#memory-new').value === ''`)
+	p.wait("the new item listed by web, the box emptied", jsMemTexts+` === 'I take my coffee black|my cat is called Miso' && document.querySelector('#memory-new').value === '' &&
+		/^by web · saved /.test(`+jsMemItem("I take my coffee black")+`.querySelector('.mem-meta').textContent)`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Miso|I take my coffee black" {
 		t.Fatalf("server after add: %q", got)
 	}
@@ -164,7 +165,8 @@ func TestBrowserMemoryPanelFollowsEveryDoor(t *testing.T) {
 	a.wait("tab A's draft in the Add box", jsMemTexts+` === '' && document.querySelector('#memory-new').value === 'the wifi password is taped under the router' &&
 		/forgotten from another door; your text is in the box above/.test(`+jsMemError+`)`)
 	a.do(chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
-	b.wait("tab A's text saved again, in tab B", jsMemTexts+` === 'the wifi password is taped under the router'`)
+	b.wait("tab A's text saved again, in tab B", jsMemTexts+` === 'the wifi password is taped under the router' &&
+		/^by web · saved /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
 
 	// A phone: the panel and its buttons fit the width.
 	b.emulate(360, 740, true, "light")
