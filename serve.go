@@ -19,6 +19,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/cluster"
+	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
@@ -50,7 +52,15 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	a, err := wire(cfg, token, getenv, logger, st)
+	var node *cluster.Node
+	if cfg.Cluster.Enabled() {
+		if node, err = startCluster(ctx, cfg, st, getenv, logger); err != nil {
+			st.close()
+			return err
+		}
+		defer node.Close()
+	}
+	a, err := wire(cfg, token, getenv, logger, st, node)
 	if err != nil {
 		st.close()
 		return err
@@ -75,6 +85,17 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	defer stopHub()
 	hubErr := make(chan error, 1)
 	go func() { hubErr <- a.hub.Run(hubCtx) }()
+	// On a cluster node the runner copies the log in and takes part in the
+	// lease election; the holder's doors start when this node wins.
+	var lt leadTasks
+	stopRunner, runnerErr := func() {}, make(chan error, 1)
+	if node != nil {
+		a.runner = newRunner(cfg, node, a, st, &lt, logger)
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); runnerErr <- a.runner.Run(rctx) }()
+		stopRunner = func() { cancel(); <-done }
+	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
@@ -82,7 +103,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 
 	// The console REPL ends on /quit, Ctrl-D or end of input; the server
 	// goes on.
-	var repl, mail, sched *task
+	var repl *task
 	if withConsole {
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
@@ -90,10 +111,9 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 				Schedules: a.sched})
 		})
 	}
-	if a.mail != nil {
-		mail = startTask(ctx, logger, "email channel", a.mail.Run)
+	if node == nil {
+		lt.start(ctx, a, logger)
 	}
-	sched = startTask(ctx, logger, "scheduler", a.sched.Run)
 
 	var runErr error
 	hubStopped := false
@@ -104,8 +124,14 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		hubStopped = true
 	case err := <-srvErr:
 		runErr = fmt.Errorf("http server: %w", err)
+	case runErr = <-runnerErr:
+		logger.Error("cluster", "err", runErr)
 	}
-	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, stopTools, srv, a.ws, st.chatLog); err != nil && runErr == nil {
+	mail, sched := lt.get()
+	// The holder keeps its lease until its hub has closed the turn: then
+	// it lets go, and another node takes over at once.
+	afterHub := func() { stopRunner(); go stopTools() }
+	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, afterHub, srv, a.ws, st.chatLog); err != nil && runErr == nil {
 		runErr = err
 	}
 	return runErr
@@ -182,10 +208,11 @@ type app struct {
 	sched   *schedule.Scheduler
 	ws      *ws.Handler
 	handler http.Handler
+	runner  *clusterhub.Runner // a cluster node's; nil on a single node
 }
 
 // wire builds the agent, the hub and every door over st.
-func wire(cfg config.Config, token string, getenv func(string) string, logger *slog.Logger, st *stores) (*app, error) {
+func wire(cfg config.Config, token string, getenv func(string) string, logger *slog.Logger, st *stores, node *cluster.Node) (*app, error) {
 	var files agent.Files
 	if st.files != nil {
 		files = st.files
@@ -195,7 +222,12 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		return nil, err
 	}
 	a := &app{tools: newMCPManager(cfg, getenv, logger)}
-	a.hub = newHub(cfg, logger, st, ag, a.turnTools)
+	var lg hub.Log = st.chatLog
+	var link hub.Cluster
+	if node != nil {
+		lg, link = clusterHub(node, a)
+	}
+	a.hub = newHub(cfg, logger, st, ag, a.turnTools, lg, link)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.hub.Collectors()...)
 
@@ -251,6 +283,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.sched,
 		Warnings:           a.warnings,
+		Cluster:            clusterStatusFunc(a, node),
 	})
 	return a, nil
 }
@@ -266,7 +299,7 @@ func (a *app) warnings() []string {
 
 // newHub makes the session over the stores; tools supplies each turn's
 // tools besides the history tools.
-func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, tools func() []agent.Tool) *hub.SessionManager {
+func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, tools func() []agent.Tool, lg hub.Log, link hub.Cluster) *hub.SessionManager {
 	return hub.New(hub.Config{
 		DataDir:             cfg.DataDir,
 		BusyPolicy:          cfg.Session.BusyPolicy,
@@ -285,7 +318,8 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		ApprovalTimeout:     time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
 		Attachments:         st.files,
 		MaxAttachments:      cfg.Attachments.MaxPerMessage,
-	}, st.chatLog, ag)
+		Cluster:             link,
+	}, lg, ag)
 }
 
 // mcpServeHandler is /mcp (mcp.serve): the history tools, and
@@ -425,7 +459,7 @@ const (
 // ones after it. hubStopped says the hub has already returned (its error
 // was taken from hubErr).
 func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
-	stopTools func(), srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
+	afterHub func(), srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
 	start := time.Now()
 	phase := func(until time.Duration) (context.Context, context.CancelFunc) {
 		return context.WithDeadline(context.Background(), start.Add(until))
@@ -451,8 +485,8 @@ func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.Canc
 		}
 	}
 	// No turn runs now: the MCP servers stop (TERM, then KILL) while the
-	// clients drain, not after them.
-	go stopTools()
+	// clients drain, not after them; a cluster node lets go of the lease.
+	afterHub()
 	clients, cancelClients := phase(shutdownClients)
 	defer cancelClients()
 	if err := srv.Shutdown(clients); err != nil {

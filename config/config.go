@@ -43,6 +43,8 @@ type Config struct {
 	Attachments Attachments `yaml:"attachments"`
 	// Schedules: see schedules.go.
 	Schedules Schedules `yaml:"schedules"`
+	// Cluster: see cluster.go.
+	Cluster Cluster `yaml:"cluster"`
 }
 
 // MCP configures the Model Context Protocol server (the history tools at
@@ -382,6 +384,8 @@ func Defaults() Config {
 		Attachments: defaultAttachments(),
 
 		Schedules: scheduleDefaults(),
+
+		Cluster: clusterDefaults(),
 	}
 }
 
@@ -481,6 +485,7 @@ func (c *Config) Resolve() {
 	if c.Memory.Dir == "" {
 		c.Memory.Dir = filepath.Join(c.DataDir, "memory")
 	}
+	c.Cluster.resolve(c.DataDir)
 }
 
 // AuthTokenValue returns the effective auth token: the environment variable
@@ -600,6 +605,7 @@ func (c *Config) Validate() error {
 	c.validateMCPServers(bad)
 	c.validateAttachments(bad)
 	c.validateSchedules(bad)
+	c.validateCluster(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
 	}

@@ -64,6 +64,9 @@ func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if m.following() {
+		return m.forwardSubmit(ctx, in)
+	}
 	reply := make(chan submitReply, 1)
 	r, err := call(ctx, m, submitCmd{in: in, reply: reply}, reply)
 	if err != nil {
@@ -83,6 +86,11 @@ func (m *SessionManager) Cancel(ctx context.Context) (bool, error) {
 // the web after 2.6 s.") and its data field by: a channel (web, console,
 // email, webhook, schedule), CancelByAPI or CancelByReset.
 func (m *SessionManager) CancelBy(ctx context.Context, by string) (bool, error) {
+	if m.following() {
+		var ok bool
+		err := m.forward(ctx, opCancel, by, &ok)
+		return ok, err
+	}
 	reply := make(chan bool, 1)
 	return call(ctx, m, cancelCmd{by: by, reply: reply}, reply)
 }
@@ -107,6 +115,11 @@ func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscript
 // could not be written and nothing changed (a running turn was cancelled
 // all the same).
 func (m *SessionManager) Reset(ctx context.Context, reason string) (event.ResetData, error) {
+	if m.following() {
+		var d event.ResetData
+		err := m.forward(ctx, opReset, reason, &d)
+		return d, err
+	}
 	reply := make(chan resetReply, 1)
 	r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
 	if err != nil {

@@ -167,6 +167,11 @@ func (m *SessionManager) denyWaiting(turn, by string) {
 // ErrNoApproval if none is waiting with that id, an error wrapping
 // ErrDecided (with the standing result) if it was already decided.
 func (m *SessionManager) Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error) {
+	if m.following() {
+		var d event.ApprovalResultData
+		err := m.forward(ctx, opDecide, wireDecide{ID: id, Decision: decision, By: by}, &d)
+		return d, err
+	}
 	reply := make(chan decideReply, 1)
 	r, err := call(ctx, m, decideCmd{id: id, decision: decision, by: by, reply: reply}, reply)
 	if err != nil {

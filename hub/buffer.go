@@ -26,6 +26,7 @@ func (m *SessionManager) publish(e event.Event) error {
 	if !e.Type.Persisted() {
 		e.Seq = 0
 		m.deliver(e)
+		m.shareLive(e)
 		return nil
 	}
 	e, err := m.commit(e)
@@ -179,7 +180,7 @@ func (m *SessionManager) subscribe(since int64) (*Subscription, Snapshot) {
 	snap := Snapshot{
 		Connected: event.ConnectedData{
 			SessionID: m.sess.SessionID, Generation: m.sess.Generation,
-			Busy: m.turn != nil, LastSeq: m.seq, Resumed: m.seq > 0, BusyPolicy: m.cfg.BusyPolicy,
+			Busy: m.busy(), LastSeq: m.seq, Resumed: m.seq > 0, BusyPolicy: m.cfg.BusyPolicy,
 		},
 		Synced: event.SyncedData{LastSeq: m.seq},
 	}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
@@ -146,6 +147,10 @@ type Config struct {
 	// MaxAttachments caps the attachments of one input. Default
 	// DefaultMaxAttachments (10).
 	MaxAttachments int
+
+	// Cluster, if set, makes this one node of several (cluster.go): the
+	// hub follows the log until Lead. Nil: a single node, as always.
+	Cluster Cluster
 }
 
 // maxConsolidateRetry caps the wait between attempts to write long_term.md.
@@ -268,6 +273,13 @@ type SessionManager struct {
 	consolidated chan struct{}      // closed when the latest consolidation has ended; nil before the first
 	faults       map[string]*fault  // parts that cannot be written, by part
 	owed         []event.Event      // turn_ends the log refused, written before anything else (owe)
+
+	// Cluster mode (see cluster.go). leading is also read by doors'
+	// goroutines (Submit forwards while it is false).
+	leading  atomic.Bool
+	remote   string      // a follower: the turn the holder runs, "" if none
+	early    []liveFrame // a follower: live frames ahead of the log
+	failover bool        // restore closes what another node left open
 
 	// stopping is closed when shutdown begins: the memory writers then
 	// stop reporting to the hub.
@@ -410,6 +422,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 		return err
 	}
 	m.sess = sess
+	m.leading.Store(m.cfg.Cluster == nil)
 	m.restore(m.cfg.Restore)
 	m.catchUpItems(m.cfg.Restore)
 	m.migrateLongTerm()
@@ -428,7 +441,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 		case c := <-m.cmds:
 			m.handle(ctx, c)
 		case <-m.watch.C():
-			if m.turn != nil || m.waitingCount() > 0 {
+			if m.turn != nil || m.waitingCount() > 0 || !m.leading.Load() {
 				m.watch.Touch() // work goes on: quiet means nobody and nothing active
 				continue
 			}
@@ -495,15 +508,19 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			c.reply <- r
 		}
 	default:
-		panic(fmt.Sprintf("hub: unknown command %T", c))
+		if !m.handleCluster(ctx, c) {
+			panic(fmt.Sprintf("hub: unknown command %T", c))
+		}
 	}
 }
 
 func (m *SessionManager) info() Info {
 	i := Info{SessionID: m.sess.SessionID, Generation: m.sess.Generation,
-		Busy: m.turn != nil, LastSeq: m.seq, Subscribers: len(m.subs)}
+		Busy: m.busy(), LastSeq: m.seq, Subscribers: len(m.subs)}
 	if m.turn != nil {
 		i.Turn = m.turn.id
+	} else {
+		i.Turn = m.remote
 	}
 	i.Storage, i.StorageError = m.storageState()
 	// Copies: the caller reads them on another goroutine.
@@ -511,6 +528,9 @@ func (m *SessionManager) info() Info {
 		SlowConsumers: m.counters.SlowConsumers, Rejected: m.counters.Rejected}
 	return i
 }
+
+// busy reports whether a turn runs (on a follower: on the holder).
+func (m *SessionManager) busy() bool { return m.turn != nil || m.remote != "" }
 
 func bump(m *map[string]int64, key string) {
 	if *m == nil {

@@ -1,15 +1,19 @@
 package hub
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
@@ -371,4 +375,59 @@ func TestMemoryForgetApproval(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Items are searchable as type:memory, named by their id; a forgotten one
+// is gone from search.
+func TestMemoryItemsSearchableUntilForgotten(t *testing.T) {
+	cfg := withItems(t, Config{})
+	f, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(cfg.DataDir, index.FileName),
+		Log: history.NewReader(filepath.Join(cfg.DataDir, "chat_history.ndjson")).Since, Logger: slog.New(slog.DiscardHandler),
+		Memory: func() ([]index.Doc, error) {
+			var docs []index.Doc
+			for _, it := range cfg.Items.List() {
+				docs = append(docs, index.Doc{TS: it.Updated, Content: memory.Doc(it)})
+			}
+			return docs, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cfg.Index = f
+	h := startHub(t, cfg, &agent.Demo{})
+	it, err := h.MemorySave(ctxT(t), "The wifi password at the cabin is larch-lake-42.", memory.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index follows memory on its own goroutine: wait for it, with a
+	// deadline.
+	waitHits := func(want int) SearchResult {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			res, err := h.SearchIndex(ctxT(t), "cabin wifi type:memory", index.Options{Limit: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) == want {
+				return res
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("search found %+v, want %d hits", res.Hits, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	res := waitHits(1)
+	if ids := memory.IDsIn(res.Hits[0].Snippet); len(ids) != 1 || ids[0] != it.ID {
+		t.Fatalf("hit %+v does not name %s", res.Hits[0], it.ID)
+	}
+	if err := h.MemoryForget(ctxT(t), it.ID, "web"); err != nil {
+		t.Fatal(err)
+	}
+	waitHits(0)
 }

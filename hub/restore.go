@@ -22,7 +22,6 @@ func (m *SessionManager) restore(tail []event.Event) {
 		m.seq = e.Seq
 		clean = append(clean, e)
 	}
-	type ask struct{ id, turn string }
 	var asked []ask // approval requests without a result
 	turns := turnStates{}
 	resetAt := -1
@@ -76,22 +75,42 @@ func (m *SessionManager) restore(tail []event.Event) {
 	}
 	m.trimBuffer()
 
+	if !m.leading.Load() {
+		// A cluster follower: the holder closes what is open.
+		for _, t := range turns.open() {
+			m.remote = t.id
+		}
+		return
+	}
+	m.closeOpen(asked, turns)
+	m.restoreWaiting(turns.waiting(), frames)
+}
+
+// closeOpen closes what the process (or the node that ran the session)
+// left open when it stopped: approvals nobody can answer now, the turn
+// that was running.
+func (m *SessionManager) closeOpen(asked []ask, turns turnStates) {
+	by, why := ByRestart, "the server stopped while this reply was running"
+	if m.failover {
+		by, why = ByFailover, "the node that ran this reply stopped"
+	}
 	for _, a := range asked {
 		// It waited when the process died: nobody can answer it now.
-		m.closeAtStart(event.New(event.ApprovalResult, a.turn, time.Time{}, event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: ByRestart}))
+		m.closeAtStart(event.New(event.ApprovalResult, a.turn, time.Time{}, event.ApprovalResultData{ID: a.id, Decision: event.Deny, By: by}))
 	}
 	for _, t := range turns.open() {
 		// The process died mid-turn: close the turn for everyone. Its
 		// duration runs to its last logged event, not across the downtime.
-		const why = "the server stopped while this reply was running"
 		m.closeAtStart(event.New(event.TurnEnd, t.id, time.Time{}, event.TurnEndData{
 			Status: event.StatusInterrupted, Error: why,
 			DurationMS: max(0, t.last.Sub(t.start).Milliseconds()),
 		}))
 		m.settle(TurnOutcome{Turn: t.id, Status: event.StatusInterrupted, Error: why})
 	}
-	m.restoreWaiting(turns.waiting(), frames)
 }
+
+// ask is an approval request the log holds no result for.
+type ask struct{ id, turn string }
 
 // closeAtStart publishes e, which closes what the process left open when
 // it died; on a disk that refuses it, e is owed (written before anything

@@ -51,3 +51,22 @@ func saveSession(dir string, s sessionFile) error {
 	}
 	return atomicfile.Write(filepath.Join(dir, "session.json"), append(b, '\n'), 0o600)
 }
+
+// AdoptSession makes dir/session.json name the session id (a cluster's,
+// the same on every node), so that clients moving between nodes see one
+// session. A file that names another session is replaced only when fresh
+// (this node's chat log is empty); otherwise the data directory belongs to
+// another session and it is an error.
+func AdoptSession(dir, id string, created time.Time, fresh bool) error {
+	s, err := loadSession(dir, created)
+	if err != nil {
+		return err
+	}
+	if s.SessionID == id {
+		return nil
+	}
+	if !fresh {
+		return fmt.Errorf("%s holds session %s, not the cluster's %s: this data directory belongs to another desk; give this node an empty one", filepath.Join(dir, "session.json"), s.SessionID, id)
+	}
+	return saveSession(dir, sessionFile{SessionID: id, Generation: 1, CreatedAt: created.UTC()})
+}

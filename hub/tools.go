@@ -62,7 +62,7 @@ func toolJSON(v any) (string, error) {
 // historySearchDescription tells the model what history_search finds and
 // how to ask.
 const historySearchDescription = "Search everything ever said in this conversation — every user and assistant message since the start, " +
-	"and older long-term memory sections — ranked by relevance (BM25) with a small bonus for recent messages. " +
+	"and the long-term memory items (type:memory; each hit starts with the item's [id]) — ranked by relevance (BM25) with a small bonus for recent messages. " +
 	"Use it to answer questions like 'what did I say about X' or whenever the user refers to something you do not see in context. " +
 	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this». " +
 	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word."

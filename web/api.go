@@ -116,10 +116,16 @@ func (h *apiHandlers) session(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var cl *ClusterStatus
+	if h.o.Cluster != nil {
+		c := h.o.Cluster()
+		cl = &c
+	}
 	httpjson.Write(w, http.StatusOK, struct {
 		hub.Info
-		MCPServers any `json:"mcp_servers,omitempty"`
-	}{info, mcpServers(h.o)})
+		MCPServers any            `json:"mcp_servers,omitempty"`
+		Cluster    *ClusterStatus `json:"cluster,omitempty"`
+	}{info, mcpServers(h.o), cl})
 	return nil
 }
 
@@ -147,6 +153,16 @@ func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
 		reasons = append(reasons, storageReason(info.Storage, info.StorageError))
 		if detail {
 			body["message"] = info.StorageError
+		}
+	}
+	if h.o.Cluster != nil {
+		// A node that knows no lease holder takes no input (no_leader):
+		// not healthy. A follower is: it forwards to the holder.
+		c := h.o.Cluster()
+		body["role"] = c.Role
+		if c.Leader == "" && status == "ok" {
+			status, code = "no_leader", http.StatusServiceUnavailable
+			reasons = append(reasons, "cluster: no node holds the lease (an election is under way, or too few nodes are up)")
 		}
 	}
 	if h.o.Warnings != nil {

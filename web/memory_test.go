@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -10,9 +11,13 @@ import (
 	"testing"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -20,6 +25,12 @@ import (
 // startMemory serves a session with a memory item store in a temporary
 // data directory.
 func startMemory(t *testing.T, o web.Options) *env {
+	t.Helper()
+	return startMemoryWith(t, o, &agent.Demo{})
+}
+
+// startMemoryWith is startMemory with the agent a and the webhook door.
+func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 	t.Helper()
 	dir := t.TempDir()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
@@ -33,12 +44,13 @@ func startMemory(t *testing.T, o web.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: dir, Items: items}, lg, &agent.Demo{})
+	m := hub.New(hub.Config{DataDir: dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
 	wsh := ws.New(m, ws.Options{})
 	o.WS = wsh
+	o.Messages = webhook.New(m, webhook.Options{})
 	srv := httptest.NewServer(web.Handler(m, o))
 	t.Cleanup(func() {
 		cancel()
@@ -130,5 +142,86 @@ func TestMemoryAPINeedsToken(t *testing.T) {
 	r := do(t, request(t, "POST", e.srv.URL+"/api/memory", `{"text":"x"}`, "Content-Type", "application/json", "Authorization", "Bearer s3cret"))
 	if r.status != 201 {
 		t.Fatalf("POST with the token = %d %s", r.status, r.raw)
+	}
+}
+
+// A memory_forget the agent makes on a turn that came in by the webhook
+// waits for a person's approval: the item stays until someone approves.
+func TestMemoryForgetFromWebhookWaitsForApproval(t *testing.T) {
+	e := startMemoryWith(t, web.Options{}, testagent.CallTool{Name: "memory_forget", Args: `{"id":"m1"}`})
+	js := []string{"Content-Type", "application/json"}
+	if r := do(t, request(t, "POST", e.srv.URL+"/api/memory", `{"text":"The user's car is a blue Volvo."}`, js...)); r.status != 201 || r.body["id"] != "m1" {
+		t.Fatalf("POST /api/memory = %d %s", r.status, r.raw)
+	}
+	p := peer(t, e.srv.URL)
+	if r := do(t, request(t, "POST", e.srv.URL+"/api/messages", `{"content":"forget my car"}`, js...)); r.status != 202 {
+		t.Fatalf("webhook = %d %s", r.status, r.raw)
+	}
+	var req event.ApprovalRequestData
+	p.until(event.ApprovalRequest).Decode(&req)
+	if req.Tool != "memory_forget" || string(req.Args) != `{"id":"m1"}` {
+		t.Fatalf("approval request %+v", req)
+	}
+	if got := memoryItems(t, e); len(got) != 1 {
+		t.Fatalf("items while the forget waits for approval: %+v", got)
+	}
+	if r := do(t, request(t, "POST", e.srv.URL+"/api/approvals/"+req.ID, `{"decision":"approve"}`, js...)); r.status != 200 {
+		t.Fatalf("approve = %d %s", r.status, r.raw)
+	}
+	var d event.MemoryChangedData
+	p.until(event.MemoryChanged).Decode(&d)
+	if d.Action != event.MemoryDeleted || d.ID != "m1" || d.By != "agent" {
+		t.Fatalf("memory_changed %+v", d)
+	}
+	p.until(event.TurnEnd)
+	if got := memoryItems(t, e); len(got) != 0 {
+		t.Fatalf("items after the approved forget: %+v", got)
+	}
+}
+
+// A memory change the disk refuses answers 507 storage_full (a full disk)
+// or 503 storage_error and changes nothing; once the disk takes writes
+// again the same request succeeds.
+func TestMemoryAPIStorageFault(t *testing.T) {
+	disk := testdisk.New(t)
+	code, status := hub.StorageFailed, 503
+	if disk.Full {
+		code, status = hub.StorageFull, 507
+	}
+	lg, err := history.Open(history.Options{Path: filepath.Join(disk.Dir, "chat_history.ndjson"), RotateMB: 5, Fsync: history.FsyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(disk.Dir, "memory"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	items, err := memory.OpenItems(filepath.Join(disk.Dir, "memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: disk.Dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, &agent.Demo{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	srv := httptest.NewServer(web.Handler(m, web.Options{WS: ws.New(m, ws.Options{})}))
+	t.Cleanup(func() { cancel(); <-done; srv.Close(); lg.Close() })
+	e := &env{hub: m, srv: srv}
+
+	disk.Fail()
+	// More than a page, so that it cannot slip into a full tmpfs.
+	body := `{"text":"` + strings.Repeat("The launch is on Friday. ", 400) + `"}`
+	r := do(t, request(t, "POST", srv.URL+"/api/memory", body, "Content-Type", "application/json"))
+	if r.status != status || r.body["code"] != code || !strings.Contains(r.raw, "nothing was saved") {
+		t.Fatalf("POST on a failing disk = %d %s, want %d %s", r.status, r.raw, status, code)
+	}
+	if got := memoryItems(t, e); len(got) != 0 {
+		t.Fatalf("items after a refused POST: %+v", got)
+	}
+	disk.Heal()
+	if r := do(t, request(t, "POST", srv.URL+"/api/memory", body, "Content-Type", "application/json")); r.status != 201 {
+		t.Fatalf("POST once the disk is healed = %d %.200s", r.status, r.raw)
+	}
+	if got := memoryItems(t, e); len(got) != 1 {
+		t.Fatalf("items after the healed POST: %d", len(got))
 	}
 }

@@ -40,6 +40,16 @@ type Session interface {
 
 var _ Session = (*hub.SessionManager)(nil)
 
+// ClusterStatus is a cluster node's view: its name, the lease holder
+// ("" while none is known), its role (leader, follower, electing) and the
+// nodes it knows.
+type ClusterStatus struct {
+	Node   string   `json:"node"`
+	Leader string   `json:"leader"`
+	Role   string   `json:"role"`
+	Nodes  []string `json:"nodes"`
+}
+
 // Options configures the server.
 type Options struct {
 	// Addr is the configured listen address; its host is an accepted Host.
@@ -60,6 +70,9 @@ type Options struct {
 	MCPServers func() any
 	// Schedules serves /api/schedules (nil: not mounted).
 	Schedules Schedules
+	// Cluster, if set (a node of a cluster), reports this node's view of
+	// it for /api/session ("cluster") and /healthz ("role").
+	Cluster func() ClusterStatus
 	// Warnings, if set, lists what an operator should know that does not
 	// stop the desk (a damaged schedules.json kept aside): /healthz
 	// answers 200 with status "degraded" and them as "reasons". Called on

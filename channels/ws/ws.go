@@ -368,11 +368,15 @@ func (cn *conn) replyError(code, msg, clientMsgID string) {
 }
 
 // errorCode is the error frame's code and message for a hub error: a
-// storage fault's own code (storage_full, storage_error), else internal.
+// storage fault's own code (storage_full, storage_error), no_leader on a
+// cluster node while no node holds the lease, else internal.
 func errorCode(err error) (code, msg string) {
 	var se *hub.StorageError
 	if errors.As(err, &se) {
 		return se.Code, se.Message()
+	}
+	if errors.Is(err, hub.ErrNoLeader) {
+		return "no_leader", hub.ErrNoLeader.Error()
 	}
 	return "internal", err.Error()
 }

@@ -77,6 +77,10 @@ func FromSession(err error) error {
 	switch {
 	case errors.Is(err, hub.ErrClosed):
 		return Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case errors.Is(err, hub.ErrNoLeader):
+		e := Errorf(http.StatusServiceUnavailable, "no_leader", hub.ErrNoLeader.Error())
+		e.RetryAfter = "1"
+		return e
 	case errors.As(err, &in):
 		return Errorf(http.StatusBadRequest, in.Code, in.Message)
 	case errors.As(err, &se):

@@ -1,0 +1,431 @@
+// Package cluster runs frontdesk on several machines over NATS JetStream:
+// a replicated stream is the chat log (an append is a publish with the
+// expected last sequence, so a node that lost the lease is fenced), a KV
+// bucket holds the lease that picks the one turn runner, core NATS
+// request/reply forwards inputs to the lease holder, and an object store
+// keeps attachments.
+//
+// It imports only event and history of ours, and NATS. Nothing outside this
+// package sees a NATS type: the hub gets its log and lease through its own
+// interfaces, which main wires to a *Node.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Names shared by every node of a cluster.
+const (
+	// ClusterName is the NATS cluster name of the embedded servers.
+	ClusterName = "frontdesk"
+	// LogStream is the stream that holds the chat log, one event a message,
+	// the stream sequence equal to the event's seq.
+	LogStream = "FRONTDESK_LOG"
+	// LogSubject is LogStream's only subject.
+	LogSubject = "frontdesk.log"
+	// LeaseBucket is the KV bucket of the lease; its key LeaseKey names the
+	// holder.
+	LeaseBucket = "FRONTDESK_LEASE"
+	// LeaseKey is the lease's key in LeaseBucket.
+	LeaseKey = "holder"
+	// FilesBucket is the object store of attachments, keyed by sha256.
+	FilesBucket = "FRONTDESK_FILES"
+	// LiveSubject carries live frames (deltas) between nodes on core NATS.
+	LiveSubject = "frontdesk.live"
+	// RPCPrefix prefixes the forwarding subjects: frontdesk.rpc.<name>.
+	RPCPrefix = "frontdesk.rpc."
+
+	// MaxEventBytes is the largest event the log stream takes (its
+	// MaxMsgSize). The embedded servers' max_payload is set above it.
+	MaxEventBytes = 4 << 20
+)
+
+// Timeouts. They are short on purpose: with two of three nodes gone a
+// publish must fail in about a second, and the caller answers a clear 503.
+const (
+	apiTimeout     = 2 * time.Second // one JetStream API request
+	startTimeout   = 30 * time.Second
+	appendAttempt  = 300 * time.Millisecond
+	appendDeadline = time.Second
+)
+
+// Errors callers branch on.
+var (
+	// ErrFenced: an append was refused because the stream's last sequence
+	// is not the one the caller expected — another node appended first
+	// (this one lost the lease, or never held it). Nothing was written.
+	ErrFenced = errors.New("cluster: log fenced: another node appended first")
+	// ErrNoLeader: no node holds the lease, or the holder did not answer in
+	// time.
+	ErrNoLeader = errors.New("cluster: no node holds the lease")
+	// ErrNoFile: the object store has no file with that sha256.
+	ErrNoFile = errors.New("cluster: no such file")
+)
+
+// Config configures a node. main builds it from the cluster: block of the
+// config file (config.Cluster).
+type Config struct {
+	// Node is this node's unique name: the embedded server's name, the
+	// lease holder's value. Required.
+	Node string
+	// Replicas is the number of copies of the log stream, the lease bucket
+	// and the object store when this node creates them. It is used only on
+	// a clustered NATS; on a single NATS server it is 1. Zero means 3.
+	Replicas int
+	// LeaseTTL is the lease bucket's TTL: a holder that stops renewing
+	// loses the lease this long after its last renewal. It renews every
+	// LeaseTTL/3. Zero means 1.5 s.
+	LeaseTTL time.Duration
+
+	// URL, when set, connects to an existing NATS cluster
+	// (nats://a:4222,nats://b:4222) instead of running an embedded server.
+	URL string
+	// Token and CredsFile authenticate to URL; empty means none.
+	Token     string
+	CredsFile string
+
+	// Embedded configures the JetStream server run inside this process when
+	// URL is empty.
+	Embedded Embedded
+}
+
+// Embedded configures the in-process JetStream server.
+type Embedded struct {
+	// Listen is the client address (HOST:PORT); port 0 picks a free one.
+	Listen string
+	// ClusterListen is the route address the other nodes dial. Used only
+	// when Routes is not empty.
+	ClusterListen string
+	// Routes are the other nodes' ClusterListen as nats://host:port. Empty
+	// runs a single NATS node: R1, with every write synced (SyncAlways).
+	Routes []string
+	// StoreDir is JetStream's directory. Required (main defaults it to
+	// <data_dir>/nats).
+	StoreDir string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Replicas == 0 {
+		c.Replicas = 3
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 1500 * time.Millisecond
+	}
+	return c
+}
+
+// Node is this process's member of the cluster. Its methods are safe for
+// concurrent use from any goroutine.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	srv      *server.Server // nil when connected to URL
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	stream   jetstream.Stream
+	kv       jetstream.KeyValue
+	files    jetstream.ObjectStore
+	replicas int
+	epoch    string // tells this process's message ids from an earlier run's
+
+	mu      sync.Mutex
+	role    Role
+	holder  string
+	nodes   []string
+	changed chan struct{} // closed and replaced at each role change
+
+	closeOnce sync.Once
+}
+
+// Start connects this node: it starts the embedded JetStream server (or
+// connects to Config.URL), then binds the log stream, the lease bucket and
+// the object store, creating each only when it is missing (creating needs
+// the meta leader; binding does not). It waits at most until ctx ends or
+// 30 s, whichever is first, and returns a clear error then. Close ends
+// what Start started.
+func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	n := &Node{cfg: cfg, log: logger, role: Electing, changed: make(chan struct{}),
+		epoch: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	if err := n.connect(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if err := n.bind(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (c Config) check() error {
+	if c.Node == "" {
+		return errors.New("cluster: node name is empty")
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("cluster: replicas %d: use 1 to 5", c.Replicas)
+	}
+	if c.LeaseTTL < 300*time.Millisecond {
+		return fmt.Errorf("cluster: lease TTL %v is too short; use at least 300ms", c.LeaseTTL)
+	}
+	if c.URL == "" && c.Embedded.StoreDir == "" {
+		return errors.New("cluster: embedded NATS needs a store directory")
+	}
+	return nil
+}
+
+// connect starts the embedded server or dials URL.
+func (n *Node) connect(ctx context.Context) error {
+	opts := []nats.Option{nats.Name("frontdesk " + n.cfg.Node), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100 * time.Millisecond)}
+	if n.cfg.URL != "" {
+		if n.cfg.Token != "" {
+			opts = append(opts, nats.Token(n.cfg.Token))
+		}
+		if n.cfg.CredsFile != "" {
+			opts = append(opts, nats.UserCredentials(n.cfg.CredsFile))
+		}
+		nc, err := nats.Connect(n.cfg.URL, opts...)
+		if err != nil {
+			return fmt.Errorf("cluster: connect to %s: %w", n.cfg.URL, err)
+		}
+		n.nc = nc
+		n.replicas = 1
+		if nc.ConnectedClusterName() != "" {
+			n.replicas = n.cfg.Replicas
+		}
+		return nil
+	}
+	srv, err := startEmbedded(n.cfg)
+	if err != nil {
+		return err
+	}
+	n.srv = srv
+	if !srv.ReadyForConnections(time.Until(deadline(ctx))) {
+		return fmt.Errorf("cluster: embedded NATS on %s did not start in time", n.cfg.Embedded.Listen)
+	}
+	nc, err := nats.Connect("", append(opts, nats.InProcessServer(srv))...)
+	if err != nil {
+		return fmt.Errorf("cluster: connect to the embedded NATS: %w", err)
+	}
+	n.nc = nc
+	n.replicas = 1
+	if srv.JetStreamIsClustered() {
+		n.replicas = n.cfg.Replicas
+	}
+	return nil
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Now().Add(startTimeout)
+	}
+	return d
+}
+
+// startEmbedded starts the in-process JetStream server.
+func startEmbedded(cfg Config) (*server.Server, error) {
+	e := cfg.Embedded
+	host, port, err := splitHostPort(e.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: embedded listen: %w", err)
+	}
+	opts := &server.Options{
+		ServerName: cfg.Node,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   e.StoreDir,
+		MaxPayload: MaxEventBytes * 2,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if len(e.Routes) == 0 {
+		// One NATS node: no other copy, so every write is synced as with
+		// session.fsync: always.
+		opts.SyncAlways = true
+	} else {
+		chost, cport, err := splitHostPort(e.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: embedded cluster_listen: %w", err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: chost, Port: cport}
+		for _, r := range e.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("cluster: route %q is not nats://host:port", r)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: embedded NATS: %w", err)
+	}
+	go srv.Start()
+	return srv, nil
+}
+
+// splitHostPort parses HOST:PORT; port 0 becomes NATS's "pick a free one".
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%q: bad port", addr)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// bind binds (or creates) the stream, the lease bucket and the object
+// store, retrying while JetStream elects its meta leader.
+func (n *Node) bind(ctx context.Context) error {
+	js, err := jetstream.New(n.nc, jetstream.WithDefaultTimeout(apiTimeout))
+	if err != nil {
+		return fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	n.js = js
+	steps := []struct {
+		what string
+		fn   func(context.Context) error
+	}{
+		{"log stream " + LogStream, n.bindStream},
+		{"lease bucket " + LeaseBucket, n.bindLease},
+		{"object store " + FilesBucket, n.bindFiles},
+	}
+	for _, s := range steps {
+		var last error
+		for {
+			actx, cancel := context.WithTimeout(ctx, apiTimeout)
+			last = s.fn(actx)
+			cancel()
+			if last == nil {
+				break
+			}
+			t := time.NewTimer(250 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("cluster: bind %s (is a quorum of the nodes up?): %w", s.what, last)
+			case <-t.C:
+			}
+		}
+	}
+	return nil
+}
+
+func (n *Node) bindStream(ctx context.Context) error {
+	s, err := n.js.Stream(ctx, LogStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = n.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        LogStream,
+			Description: "frontdesk chat log: one event a message, stream seq = event seq",
+			Subjects:    []string{LogSubject},
+			Storage:     jetstream.FileStorage,
+			Replicas:    n.replicas,
+			DenyDelete:  true,
+			DenyPurge:   true,
+			MaxMsgSize:  MaxEventBytes,
+		})
+	}
+	if err != nil {
+		return err
+	}
+	n.stream = s
+	return nil
+}
+
+func (n *Node) bindLease(ctx context.Context) error {
+	kv, err := n.js.KeyValue(ctx, LeaseBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		// The bucket TTL, not a per-key TTL: per-key TTLs are whole seconds
+		// and a plain Update drops them.
+		kv, err = n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      LeaseBucket,
+			Description: "frontdesk lease: who runs the turns",
+			TTL:         n.cfg.LeaseTTL,
+			History:     1,
+			Storage:     jetstream.FileStorage,
+			Replicas:    n.replicas,
+		})
+	}
+	if err != nil {
+		return err
+	}
+	n.kv = kv
+	return nil
+}
+
+func (n *Node) bindFiles(ctx context.Context) error {
+	obs, err := n.js.ObjectStore(ctx, FilesBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = n.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      FilesBucket,
+			Description: "frontdesk attachments by sha256",
+			Storage:     jetstream.FileStorage,
+			Replicas:    n.replicas,
+		})
+	}
+	if err != nil {
+		return err
+	}
+	n.files = obs
+	return nil
+}
+
+// Name returns this node's name.
+func (n *Node) Name() string { return n.cfg.Node }
+
+// Replicas returns the number of copies this node asks for: Config.Replicas
+// on a clustered NATS, 1 on a single server.
+func (n *Node) Replicas() int { return n.replicas }
+
+// ClientURL returns the embedded server's client URL, or "" when connected
+// to Config.URL.
+func (n *Node) ClientURL() string {
+	if n.srv == nil {
+		return ""
+	}
+	return n.srv.ClientURL()
+}
+
+// Close drains the connection and shuts the embedded server down. It is
+// idempotent. Campaign, Follow and Serve calls should be ended (their ctx
+// cancelled) first; those still running return errors.
+func (n *Node) Close() {
+	n.closeOnce.Do(func() {
+		if n.nc != nil {
+			n.nc.Close()
+		}
+		if n.srv != nil {
+			n.srv.Shutdown()
+			n.srv.WaitForShutdown()
+		}
+	})
+}

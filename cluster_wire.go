@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/cluster"
+	"github.com/frontdesk-hq/frontdesk/clusterhub"
+	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/web"
+)
+
+// clusterConfig is the cluster: block as package cluster takes it.
+func clusterConfig(cfg config.Config, getenv func(string) string) cluster.Config {
+	c := cfg.Cluster
+	cc := cluster.Config{Node: c.Node, Replicas: c.Replicas, LeaseTTL: time.Duration(c.LeaseTTLMS) * time.Millisecond,
+		URL: c.NATS.URL,
+		Embedded: cluster.Embedded{Listen: c.NATS.Embedded.Listen, ClusterListen: c.NATS.Embedded.ClusterListen,
+			Routes: c.NATS.Embedded.Routes, StoreDir: c.NATS.Embedded.StoreDir}}
+	if c.NATS.TokenEnv != "" {
+		cc.Token = getenv(c.NATS.TokenEnv)
+	}
+	if c.NATS.CredsEnv != "" {
+		cc.CredsFile = getenv(c.NATS.CredsEnv)
+	}
+	return cc
+}
+
+// startCluster joins this node to the cluster (cluster.node set): NATS
+// up, the log stream bound, this data directory checked against it and
+// given the cluster's session id.
+func startCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {
+	n, err := cluster.Start(ctx, clusterConfig(cfg, getenv), logger)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*cluster.Node, error) { n.Close(); return nil, err }
+	last, err := n.LastSeq(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if local := st.lastSeq(); local > last {
+		return fail(fmt.Errorf("this node's chat log (%s) reaches seq %d but the cluster's log only %d: it is not a copy of this cluster's log; give this node an empty data directory",
+			cfg.Session.ChatLogPath, local, last))
+	}
+	id, created, err := n.Session(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if err := hub.AdoptSession(cfg.DataDir, id, created, st.lastSeq() == 0); err != nil {
+		return fail(err)
+	}
+	logger.Info("cluster node up", "node", n.Name(), "replicas", n.Replicas(), "log_last_seq", last)
+	return n, nil
+}
+
+// lastSeq is the last seq of this node's chat log at start.
+func (st *stores) lastSeq() int64 {
+	if len(st.tail) == 0 {
+		return 0
+	}
+	return st.tail[len(st.tail)-1].Seq
+}
+
+// clusterHub is the hub's log and link on a cluster node; the runner is
+// set by the time the hub runs.
+func clusterHub(n *cluster.Node, a *app) (hub.Log, hub.Cluster) {
+	return clusterhub.Log{Node: n, Fenced: func() { a.runner.Fenced() }}, clusterhub.Link{Node: n}
+}
+
+// clusterStatusFunc reports this node's view of the cluster to the web
+// API; nil on a single node.
+func clusterStatusFunc(a *app, n *cluster.Node) func() web.ClusterStatus {
+	if n == nil {
+		return nil
+	}
+	return func() web.ClusterStatus { return web.ClusterStatus(a.runner.State()) }
+}
+
+// leadTasks are the holder's doors besides the hub, started when this
+// node wins the lease: the email poller and the scheduler's firing.
+type leadTasks struct {
+	mu          sync.Mutex
+	mail, sched *task
+}
+
+func (lt *leadTasks) start(ctx context.Context, a *app, logger *slog.Logger) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if a.mail != nil {
+		lt.mail = startTask(ctx, logger, "email channel", a.mail.Run)
+	}
+	lt.sched = startTask(ctx, logger, "scheduler", a.sched.Run)
+}
+
+func (lt *leadTasks) get() (mail, sched *task) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.mail, lt.sched
+}
+
+// newRunner makes the runner that joins the hub to the cluster.
+func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadTasks, logger *slog.Logger) *clusterhub.Runner {
+	return clusterhub.New(clusterhub.Options{
+		Node: n, Hub: a.hub, ChatLog: st.chatLog, After: st.lastSeq(),
+		Tail: func() ([]event.Event, error) {
+			tail, _, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
+			return tail, err
+		},
+		Indexed: st.search.Notify,
+		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Logger:  logger,
+	})
+}

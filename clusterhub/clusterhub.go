@@ -1,0 +1,290 @@
+// Package clusterhub runs this node's session hub as one node of a
+// cluster (cluster.node set): the hub's log is the JetStream stream, its
+// way to the lease holder is NATS request/reply, and this node's chat log
+// is a copy of the stream that every reader (history, index, backup)
+// uses as on a single node. It joins package cluster (NATS) and package
+// hub (the session), which know nothing of each other.
+package clusterhub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/cluster"
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+)
+
+// appendWait bounds one append to the stream: the stream answers in well
+// under a millisecond when a quorum is up; longer means it is not.
+const appendWait = 3 * time.Second
+
+// Log is the hub's log on a cluster node: the stream. An append that was
+// fenced (another writer appended first) means this node lost the lease.
+type Log struct {
+	Node *cluster.Node
+	// Fenced is called when an append was refused because the stream's
+	// last seq was not the one expected.
+	Fenced func()
+}
+
+// Append appends e to the stream; its seq is e.Seq or it fails.
+func (l Log) Append(e event.Event) error {
+	ctx, cancel := context.WithTimeout(context.Background(), appendWait)
+	defer cancel()
+	err := l.Node.Append(ctx, e)
+	if errors.Is(err, cluster.ErrFenced) && l.Fenced != nil {
+		l.Fenced()
+	}
+	return err
+}
+
+// Sync is a no-op: a stream append is acknowledged once a quorum has it.
+func (Log) Sync() error { return nil }
+
+// Link is the hub's way to the other nodes.
+type Link struct{ Node *cluster.Node }
+
+var _ hub.Cluster = Link{}
+
+// Forward sends a hub command to the lease holder.
+func (l Link) Forward(ctx context.Context, op string, req []byte) ([]byte, error) {
+	b, err := l.Node.Request(ctx, rpcName(op), req)
+	if errors.Is(err, cluster.ErrNoLeader) {
+		return nil, hub.ErrNoLeader
+	}
+	return b, err
+}
+
+// PublishLive shares a status or delta frame with the other nodes.
+func (l Link) PublishLive(b []byte) { _ = l.Node.PublishLive(b) }
+
+func rpcName(op string) string { return "hub." + op }
+
+// Options configure Run.
+type Options struct {
+	Node *cluster.Node
+	// Hub was made with Config.Cluster = Link{Node} and the log Log{Node}.
+	Hub *hub.SessionManager
+	// ChatLog is this node's copy of the stream; After its last seq.
+	ChatLog *history.Log
+	After   int64
+	// Tail reads the chat log's tail for Hub.Lead (history.ReadTail).
+	Tail func() ([]event.Event, error)
+	// Indexed, if set, is told each seq this node's chat log holds.
+	Indexed func(seq int64)
+	// Lead runs the holder's work besides the hub (the email poller, the
+	// scheduler's firing) from the moment this node leads until ctx ends.
+	Lead   func(ctx context.Context)
+	Logger *slog.Logger
+}
+
+// State is this node's view of the cluster, for /api/session.
+type State struct {
+	Node   string   `json:"node"`
+	Leader string   `json:"leader"`
+	Role   string   `json:"role"`
+	Nodes  []string `json:"nodes"`
+}
+
+// Runner runs a hub on a cluster node.
+type Runner struct {
+	o      Options
+	copied atomic.Int64 // the last seq this node's chat log holds
+	mu     sync.Mutex
+	role   cluster.Role
+	holder string
+	// roles carries role changes (the latest wins) and fenced appends
+	// (as a Follower) to Run.
+	roles chan cluster.Role
+}
+
+// New makes a Runner; Run starts it.
+func New(o Options) *Runner {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	r := &Runner{o: o, roles: make(chan cluster.Role, 1)}
+	r.copied.Store(o.After)
+	return r
+}
+
+// State returns this node's view of the cluster.
+func (r *Runner) State() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return State{Node: r.o.Node.Name(), Leader: r.holder, Role: r.role.String(), Nodes: r.o.Node.Nodes()}
+}
+
+// Fenced tells Run that an append was refused because another node
+// appended first: whatever the lease says, this node no longer leads.
+func (r *Runner) Fenced() { r.signal(cluster.Follower) }
+
+func (r *Runner) signal(role cluster.Role) {
+	for {
+		select {
+		case r.roles <- role:
+			return
+		default:
+		}
+		select {
+		case <-r.roles: // replaced by the newer one
+		default:
+		}
+	}
+}
+
+// Run copies the stream into the chat log and hands each event to the hub,
+// shares live frames, and takes part in the lease election: when this
+// node wins, its hub leads and the holder's work starts; when it loses
+// the lease (or an append is fenced), the work stops and the hub follows
+// again. It returns nil when ctx ends, or the error that stopped the copy.
+func (r *Runner) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := r.o.Node.SubscribeLive(ctx, r.o.Hub.Live); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	copyErr := make(chan error, 1)
+	wg.Add(2)
+	go func() { defer wg.Done(); copyErr <- r.copyLog(ctx) }()
+	go func() {
+		defer wg.Done()
+		r.o.Node.Campaign(ctx, r.changed)
+	}()
+	var stopLead context.CancelFunc // set while this node leads
+	defer func() {
+		if stopLead != nil {
+			stopLead()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-copyErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("copy the cluster log into this node's chat log: %w", err)
+		case role := <-r.roles:
+			switch {
+			case role == cluster.Leader && stopLead == nil:
+				lctx, stop := context.WithCancel(ctx)
+				if err := r.lead(lctx, &wg); err != nil {
+					stop()
+					if ctx.Err() != nil {
+						return nil
+					}
+					r.o.Logger.Error("cluster: could not take over", "err", err)
+					continue
+				}
+				stopLead = stop
+			case role != cluster.Leader && stopLead != nil:
+				stopLead()
+				stopLead = nil
+				if err := r.follow(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// changed records a role change and passes it to Run.
+func (r *Runner) changed(role cluster.Role, holder string) {
+	r.mu.Lock()
+	r.role, r.holder = role, holder
+	r.mu.Unlock()
+	r.o.Logger.Info("cluster role", "role", role.String(), "leader", holder)
+	r.signal(role)
+}
+
+// copyLog copies the stream into the chat log from the seq it holds and
+// hands each event to the hub.
+func (r *Runner) copyLog(ctx context.Context) error {
+	last := r.copied.Load()
+	return r.o.Node.Follow(ctx, last, func(e event.Event) error {
+		if e.Seq <= last {
+			return nil
+		}
+		if e.Seq != last+1 {
+			return fmt.Errorf("seq %d follows %d", e.Seq, last)
+		}
+		if err := r.o.ChatLog.Append(e); err != nil {
+			return fmt.Errorf("seq %d: %w", e.Seq, err)
+		}
+		last = e.Seq
+		r.copied.Store(last)
+		if r.o.Indexed != nil {
+			r.o.Indexed(last)
+		}
+		return r.o.Hub.Ingest(ctx, e)
+	})
+}
+
+// lead makes this node the holder: once its chat log holds everything the
+// stream held when it won, the hub takes over from it, the forwarded
+// commands are served and the holder's work starts, all until ctx ends.
+func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
+	last, err := r.o.Node.LastSeq(ctx)
+	for err != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		last, err = r.o.Node.LastSeq(ctx)
+	}
+	for r.copied.Load() < last {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	tail, err := r.o.Tail()
+	if err != nil {
+		return fmt.Errorf("read the chat log to lead: %w", err)
+	}
+	for _, op := range hub.ForwardedOps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.o.Node.Serve(ctx, rpcName(op), func(ctx context.Context, req []byte) ([]byte, error) {
+				return r.o.Hub.Serve(ctx, op, req)
+			}); err != nil {
+				r.o.Logger.Error("serve forwarded commands", "op", op, "err", err)
+			}
+		}()
+	}
+	if err := r.o.Hub.Lead(ctx, tail); err != nil {
+		return err
+	}
+	if r.o.Lead != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.o.Lead(ctx) }()
+	}
+	return nil
+}
+
+// follow makes the hub, which led, follow the log again from this node's
+// copy of it.
+func (r *Runner) follow(ctx context.Context) error {
+	tail, err := r.o.Tail()
+	if err != nil {
+		return fmt.Errorf("read the chat log to follow: %w", err)
+	}
+	if err := r.o.Hub.Follow(ctx, tail); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,363 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+)
+
+// Several nodes, one session. With Config.Cluster set, a node's hub starts
+// as a follower: the log (a replicated stream) is written by the node that
+// holds the lease, and every node — the holder too — is handed each
+// persisted event in seq order through Ingest, after its own copy of the
+// chat log has it. A follower's hub runs no turns: it keeps the buffer,
+// ring and subscribers as the holder's do, from what it is handed, and
+// sends what changes the session (inputs, cancel, reset, decisions) to the
+// holder through Cluster.Forward. The holder's hub serves those with Serve
+// and shares what is not in the log (status, delta) through Cluster.PublishLive; followers get them through Live. Lead turns
+// a follower into the holder: it rebuilds the session from the log as a
+// restart does, closing what the previous holder left open.
+
+// Cluster is what the hub needs from the nodes around it. It is nil on a
+// single node: then none of this runs.
+type Cluster interface {
+	// Forward sends a command to the node holding the lease and returns
+	// its answer; ErrNoLeader when no node holds it (or it did not answer
+	// in time).
+	Forward(ctx context.Context, op string, req []byte) ([]byte, error)
+	// PublishLive shares a frame that is not in the log (status, delta)
+	// with every node. It must not block.
+	PublishLive(frame []byte)
+}
+
+// ErrNoLeader refuses a change while no node holds the session's lease
+// (an election is under way, or too few nodes are up): nothing was
+// stored; try again in a few seconds.
+var ErrNoLeader = errors.New("no node is running the assistant right now (an election is under way, or too few nodes are up); nothing was stored: try again in a few seconds")
+
+// ByFailover decides an approval that was waiting when the node running
+// its turn stopped.
+const ByFailover = "failover"
+
+// Forwarded operations.
+const (
+	opSubmit = "submit"
+	opCancel = "cancel"
+	opReset  = "reset"
+	opDecide = "decide"
+)
+
+// Commands of a cluster node.
+type (
+	ingestCmd struct {
+		e    event.Event
+		done chan struct{}
+	}
+	liveCmd struct{ l liveFrame }
+	leadCmd struct {
+		tail []event.Event
+		done chan struct{}
+	}
+	awaitCmd struct {
+		turn string
+		done chan<- TurnOutcome
+	}
+	followCmd struct {
+		tail []event.Event
+		done chan struct{}
+	}
+)
+
+// liveFrame is a frame the holder shares that is not in the log: After is
+// the seq of the last persisted event before it, so a follower shows it
+// after that event, never before.
+type liveFrame struct {
+	After int64       `json:"after"`
+	Event event.Event `json:"event"`
+}
+
+// following reports whether this hub forwards changes to another node.
+func (m *SessionManager) following() bool {
+	return m.cfg.Cluster != nil && !m.leading.Load()
+}
+
+// Leading reports whether this hub runs the session's turns: always on a
+// single node; on a cluster node once Lead has run.
+func (m *SessionManager) Leading() bool { return m.leading.Load() }
+
+// Ingest hands the hub a persisted event of the log, in seq order, once
+// this node's chat log has it. The holder's own events are already in its
+// buffer and are skipped. It returns when the hub has taken it.
+func (m *SessionManager) Ingest(ctx context.Context, e event.Event) error {
+	done := make(chan struct{})
+	_, err := call(ctx, m, ingestCmd{e: e, done: done}, done)
+	return err
+}
+
+// Live hands the hub a frame the holder shared (PublishLive). It does not
+// wait for the hub.
+func (m *SessionManager) Live(frame []byte) {
+	var l liveFrame
+	if json.Unmarshal(frame, &l) != nil || l.Event.Type == "" {
+		return
+	}
+	select {
+	case m.cmds <- liveCmd{l}:
+	case <-m.done:
+	}
+}
+
+// Lead makes this hub the one that runs the session: tail is its chat
+// log's tail (as Config.Restore at a start), which must hold every event
+// the log had when this node won the lease. A turn that was running is
+// closed as interrupted, approvals still waiting are denied (ByFailover)
+// and inputs that were waiting run.
+func (m *SessionManager) Lead(ctx context.Context, tail []event.Event) error {
+	done := make(chan struct{})
+	_, err := call(ctx, m, leadCmd{tail: tail, done: done}, done)
+	return err
+}
+
+// Follow makes a hub that led a follower again: this node lost the lease
+// (it could not renew it in time, or another node appended first). The
+// running turn is cancelled without a word to the log — it is no longer
+// this node's to write; the new holder closes it as interrupted — and the
+// session is rebuilt from tail, this node's copy of the log, which the
+// log's later events then continue. Inputs waiting here stay in the log
+// for the new holder to run; doors waiting for an outcome keep waiting
+// for it from the log.
+func (m *SessionManager) Follow(ctx context.Context, tail []event.Event) error {
+	done := make(chan struct{})
+	_, err := call(ctx, m, followCmd{tail: tail, done: done}, done)
+	return err
+}
+
+// handleCluster runs a cluster command; false if c is not one.
+func (m *SessionManager) handleCluster(ctx context.Context, c any) bool {
+	switch c := c.(type) {
+	case ingestCmd:
+		m.ingest(c.e)
+		close(c.done)
+	case liveCmd:
+		m.live(c.l)
+	case leadCmd:
+		m.lead(ctx, c.tail)
+		close(c.done)
+	case awaitCmd:
+		m.awaitRemote(c.turn, c.done)
+	case followCmd:
+		m.demote(c.tail)
+		close(c.done)
+	default:
+		return false
+	}
+	return true
+}
+
+// ingest takes a persisted event from the log on a follower: it enters the
+// buffer and ring and goes to every subscriber, as on the holder.
+func (m *SessionManager) ingest(e event.Event) {
+	if m.leading.Load() || e.Seq <= m.seq {
+		return
+	}
+	e.V = 0
+	m.seq = e.Seq
+	if e.Type == event.Reset {
+		m.followReset(e)
+	}
+	f := m.deliver(e)
+	m.remember(f)
+	m.followTurn(e)
+	m.flushLive()
+}
+
+// followTurn keeps a follower's idea of the running turn (for busy) and
+// the outcomes its doors wait for.
+func (m *SessionManager) followTurn(e event.Event) {
+	switch e.Type {
+	case event.TurnStart:
+		m.remote = e.Turn
+	case event.User:
+		if !history.Queued(e) {
+			m.remote = e.Turn
+		}
+	case event.TurnEnd:
+		if m.remote == e.Turn {
+			m.remote = ""
+		}
+		m.compact(e.Turn)
+		m.settle(m.outcomeFromBuffer(e.Turn))
+	}
+}
+
+// followReset trims a follower's buffer as the holder's reset did: the
+// exchanges it kept and the inputs still waiting, then the reset.
+func (m *SessionManager) followReset(e event.Event) {
+	kept := append(m.ring.Events(), m.ring.Waiting()...)
+	buf := make([]*Frame, 0, len(kept)+1)
+	seen := map[int64]bool{}
+	frames := map[int64]*Frame{}
+	for _, f := range m.buf {
+		frames[f.Event.Seq] = f
+	}
+	for _, k := range bySeq(kept) {
+		if seen[k.Seq] {
+			continue
+		}
+		seen[k.Seq] = true
+		f, ok := frames[k.Seq]
+		if !ok {
+			f = newFrame(k)
+		}
+		buf = append(buf, f)
+	}
+	m.buf, m.volatile = buf, 0
+	m.lastReset, m.bufFirst = e.Seq, e.Seq
+	m.sess.Generation++
+	if err := saveSession(m.cfg.DataDir, m.sess); err != nil {
+		m.cfg.Logger.Warn("session.json keeps the previous generation", "generation", m.sess.Generation, "err", err)
+	}
+}
+
+// maxLive bounds the live frames a follower holds for events it has not
+// been handed yet.
+const maxLive = 20000
+
+// live shows a frame the holder shared, once the event it followed is
+// here. (An owed turn_end is not shared: a holder whose writes fail may be
+// one that lost the lease, and the log is the judge.)
+func (m *SessionManager) live(l liveFrame) {
+	if m.leading.Load() {
+		return
+	}
+	if l.After > m.seq {
+		if len(m.early) < maxLive {
+			m.early = append(m.early, l)
+		}
+		return
+	}
+	if l.Event.Type.Persisted() {
+		return
+	}
+	if l.Event.Turn != "" && l.Event.Turn != m.remote {
+		return // its turn has ended here already: the assistant event replaced it
+	}
+	m.deliver(l.Event)
+}
+
+// flushLive shows the held live frames whose event has arrived.
+func (m *SessionManager) flushLive() {
+	if len(m.early) == 0 || m.early[0].After > m.seq {
+		return
+	}
+	held := m.early
+	m.early = nil
+	for _, l := range held {
+		m.live(l)
+	}
+}
+
+// shareLive gives the other nodes a frame that is not in the log.
+func (m *SessionManager) shareLive(e event.Event) {
+	if m.cfg.Cluster == nil {
+		return
+	}
+	b, err := json.Marshal(liveFrame{After: m.seq, Event: e})
+	if err == nil {
+		m.cfg.Cluster.PublishLive(b)
+	}
+}
+
+// lead rebuilds the session from tail as a restart does, now as the
+// holder; subscribers stay.
+func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
+	if m.leading.Load() {
+		return
+	}
+	m.leading.Store(true)
+	m.failover = true
+	m.rebuild(tail)
+	m.startPending(ctx)
+	m.watch.Touch()
+	m.cfg.Logger.Info("this node runs the assistant now", "last_seq", m.seq)
+}
+
+// demote drops what only the holder has — the running turn, approvals,
+// the waiting line, owed events — and rebuilds the session from tail as a
+// follower.
+func (m *SessionManager) demote(tail []event.Event) {
+	if !m.leading.Load() {
+		return
+	}
+	m.leading.Store(false)
+	if m.turn != nil {
+		m.turn.cancel() // its late output is ignored: no turn runs here now
+		m.turn = nil
+	}
+	for id, a := range m.approvals {
+		a.timer.Stop()
+		a.reply <- event.ApprovalResultData{ID: id, Decision: event.Deny, By: ByFailover}
+		delete(m.approvals, id)
+	}
+	m.pending, m.patient, m.owed = nil, nil, nil
+	clear(m.faults) // the holder's writes: a follower writes nothing
+	m.gaugeWaiting()
+	m.rebuild(tail)
+	m.cfg.Logger.Warn("this node lost the lease: it follows the log again", "last_seq", m.seq)
+}
+
+// rebuild replaces the session's state with what tail (this node's copy
+// of the log) says, as at a start; subscribers stay.
+func (m *SessionManager) rebuild(tail []event.Event) {
+	m.buf, m.volatile, m.bufFirst, m.seq, m.lastReset = nil, 0, 1, 0, 0
+	m.ring = history.NewRing(m.cfg.RetainExchanges)
+	m.accepted, m.ids, m.early, m.remote = map[string]*Frame{}, nil, nil, ""
+	m.restore(tail)
+}
+
+// awaitRemote registers done for a forwarded input's turn on a follower:
+// the outcome comes when its turn_end arrives.
+func (m *SessionManager) awaitRemote(turn string, done chan<- TurnOutcome) {
+	if o, ok := m.outcomes[turn]; ok {
+		sendOutcome(done, o)
+		return
+	}
+	if m.leading.Load() {
+		m.await(turn, done)
+		return
+	}
+	m.waiters[turn] = append(m.waiters[turn], done)
+}
+
+// forwardWait bounds a forwarded command: the holder answers in
+// milliseconds, so a longer silence means it is gone.
+const forwardWait = 5 * time.Second
+
+// forward sends op to the holder and decodes its answer into out.
+func (m *SessionManager) forward(ctx context.Context, op string, req, out any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, forwardWait)
+	defer cancel()
+	resp, err := m.cfg.Cluster.Forward(ctx, op, b)
+	if err != nil {
+		return err
+	}
+	var w wireAnswer
+	if err := json.Unmarshal(resp, &w); err != nil {
+		return err
+	}
+	if w.Err != nil {
+		return w.Err.err()
+	}
+	if out == nil || len(w.Value) == 0 {
+		return nil
+	}
+	return json.Unmarshal(w.Value, out)
+}

@@ -1,0 +1,306 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+)
+
+// memStream is a replicated log stand-in: one sequence, an append names
+// the seq it expects (a stale writer is refused), and every node is handed
+// each event in order.
+type memStream struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	events []event.Event
+}
+
+var errStale = errors.New("wrong last sequence")
+
+func newMemStream() *memStream {
+	s := &memStream{}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *memStream) Append(e event.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.Seq != int64(len(s.events))+1 {
+		return errStale
+	}
+	s.events = append(s.events, e)
+	s.cond.Broadcast()
+	return nil
+}
+
+func (s *memStream) Sync() error { return nil }
+
+func (s *memStream) all() []event.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]event.Event(nil), s.events...)
+}
+
+// feed hands m every event of the stream in order until ctx ends.
+func (s *memStream) feed(ctx context.Context, m *SessionManager) {
+	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
+	defer stop()
+	for next := 0; ; next++ {
+		s.mu.Lock()
+		for next >= len(s.events) && ctx.Err() == nil {
+			s.cond.Wait()
+		}
+		if ctx.Err() != nil {
+			s.mu.Unlock()
+			return
+		}
+		e := s.events[next]
+		s.mu.Unlock()
+		if m.Ingest(ctx, e) != nil {
+			return
+		}
+	}
+}
+
+// memCluster forwards to whichever node leads and shares live frames with
+// the others.
+type memCluster struct {
+	mu     sync.Mutex
+	leader *SessionManager
+	nodes  []*SessionManager
+}
+
+type memNode struct {
+	c    *memCluster
+	self func() *SessionManager
+	log  *deadLog
+}
+
+func (n memNode) Forward(ctx context.Context, op string, req []byte) ([]byte, error) {
+	n.c.mu.Lock()
+	l := n.c.leader
+	n.c.mu.Unlock()
+	if l == nil {
+		return nil, ErrNoLeader
+	}
+	return l.Serve(ctx, op, req)
+}
+
+func (n memNode) PublishLive(b []byte) {
+	if n.log.dead.Load() {
+		return
+	}
+	n.c.mu.Lock()
+	nodes := append([]*SessionManager(nil), n.c.nodes...)
+	n.c.mu.Unlock()
+	for _, m := range nodes {
+		if m != n.self() {
+			go m.Live(b)
+		}
+	}
+}
+
+// startNode starts a cluster node's hub on the stream, following it.
+func startNode(t *testing.T, s *memStream, c *memCluster, g *testagent.Gate) (*testHub, *deadLog) {
+	t.Helper()
+	var h *testHub
+	lg := &deadLog{memStream: s}
+	node := memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
+	h = startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: node, BusyPolicy: PolicyReject}, g, lg)
+	c.mu.Lock()
+	c.nodes = append(c.nodes, h.SessionManager)
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.feed(ctx, h.SessionManager) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h, lg
+}
+
+// deadLog is a node's way to the stream; dead cuts it, as kill -9 would
+// (nothing the node does afterwards reaches the stream or the others).
+type deadLog struct {
+	*memStream
+	dead atomic.Bool
+}
+
+func (l *deadLog) Append(e event.Event) error {
+	if l.dead.Load() {
+		return errors.New("process gone")
+	}
+	return l.memStream.Append(e)
+}
+
+func (c *memCluster) lead(t *testing.T, h *testHub, s *memStream) {
+	t.Helper()
+	if err := h.Lead(ctxT(t), s.all()); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.leader = h.SessionManager
+	c.mu.Unlock()
+}
+
+func TestFollowerForwardsAndShowsTheHoldersStream(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, _ := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+
+	// Nobody leads yet: a change is refused, nothing stored.
+	if _, err := b.Submit(ctxT(t), Input{Channel: event.ChannelWeb, Content: "early"}); !errors.Is(err, ErrNoLeader) {
+		t.Fatalf("no leader: got %v", err)
+	}
+	c.lead(t, a, s)
+	if !a.Leading() || b.Leading() {
+		t.Fatalf("leading: a %v b %v", a.Leading(), b.Leading())
+	}
+	subA, _ := subscribe(t, a, 0)
+	subB, _ := subscribe(t, b, 0)
+
+	done := make(chan TurnOutcome, 1)
+	r, err := b.Submit(ctxT(t), Input{Channel: event.ChannelWebhook, Content: "hi", ClientMsgID: "c1", Done: done})
+	if err != nil || r.Outcome != Started || r.Echo == nil || r.Echo.Event.Seq == 0 {
+		t.Fatalf("forwarded submit: %+v %v", r, err)
+	}
+	// Both watchers see the turn as it streams: status and delta too.
+	gotB := until(t, subB, event.Delta)
+	until(t, subA, event.Delta)
+	if gotB[0].Type != event.User || gotB[0].Seq != r.Echo.Event.Seq {
+		t.Fatalf("follower's first event %+v, want the echo at seq %d", gotB[0], r.Echo.Event.Seq)
+	}
+	// Busy on the follower too; a second input is refused by the holder.
+	if res, err := b.Submit(ctxT(t), Input{Channel: event.ChannelWeb, Content: "again"}); err != nil || res.Outcome != Rejected {
+		t.Fatalf("busy: %+v %v", res, err)
+	}
+	if info, _ := b.Info(ctxT(t)); !info.Busy || info.Turn != r.Turn {
+		t.Fatalf("follower info %+v, want busy with %s", info, r.Turn)
+	}
+	// A resend of the same client_msg_id through the follower is the same input.
+	if dup, err := b.Submit(ctxT(t), Input{Channel: event.ChannelWebhook, Content: "hi", ClientMsgID: "c1"}); err != nil || dup.Outcome != Duplicate || dup.Turn != r.Turn {
+		t.Fatalf("duplicate: %+v %v", dup, err)
+	}
+	g.Release <- struct{}{}
+	endA := persisted(until(t, subA, event.TurnEnd))
+	endB := persisted(until(t, subB, event.TurnEnd))
+	if seqsOfEvents(endA) != seqsOfEvents(endB) {
+		t.Fatalf("holder %s, follower %s", seqsOfEvents(endA), seqsOfEvents(endB))
+	}
+	if o := <-done; o.Status != event.StatusCompleted || o.Reply != "reply to hi" {
+		t.Fatalf("outcome on the follower: %+v", o)
+	}
+	// The follower's replay matches the stream, compacted as the holder's.
+	_, snap := subscribe(t, b, 0)
+	var replay []event.Event
+	for _, f := range snap.Replay {
+		replay = append(replay, f.Event)
+	}
+	if seqsOfEvents(replay) != seqsOfEvents(s.all()) {
+		t.Fatalf("follower replay %s, stream %s", seqsOfEvents(replay), seqsOfEvents(s.all()))
+	}
+}
+
+func TestFailoverClosesTheTurnAndGoesOn(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, aLog := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	subB, _ := subscribe(t, b, 0)
+	r := submit(t, a, "long", "c1")
+	until(t, subB, event.Delta)
+
+	// The holder dies: its hub stops, the follower wins the lease.
+	c.mu.Lock()
+	c.leader = nil
+	c.mu.Unlock()
+	aLog.dead.Store(true)
+	a.stop()
+	c.lead(t, b, s)
+
+	got := until(t, subB, event.TurnEnd)
+	end := got[len(got)-1]
+	if d := data[event.TurnEndData](t, end); end.Turn != r.Turn || d.Status != event.StatusInterrupted || d.Error != "the node that ran this reply stopped" {
+		t.Fatalf("turn_end after failover: %+v %+v", end, d)
+	}
+	if end.Seq != r.Echo.Event.Seq+1 {
+		t.Fatalf("turn_end seq %d, want %d", end.Seq, r.Echo.Event.Seq+1)
+	}
+	// The new holder runs turns; the old one cannot append any more.
+	r2 := submit(t, b, "next", "c2")
+	g.Release <- struct{}{}
+	until(t, subB, event.TurnEnd)
+	if err := s.Append(event.Event{Seq: r2.Echo.Event.Seq, Type: event.Notice}); !errors.Is(err, errStale) {
+		t.Fatalf("stale append: %v", err)
+	}
+	for i, e := range s.all() {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("stream seq %d at %d", e.Seq, i)
+		}
+	}
+}
+
+func seqsOfEvents(evs []event.Event) string {
+	frames := make([]*Frame, len(evs))
+	for i, e := range evs {
+		frames[i] = &Frame{Event: e}
+	}
+	return seqsOf(frames)
+}
+
+// A holder that loses the lease follows again: its turn is no longer its
+// to end (the new holder closes it), and its doors forward from then on.
+func TestHolderThatLosesTheLeaseFollows(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, _ := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	subA, _ := subscribe(t, a, 0)
+	done := make(chan TurnOutcome, 1)
+	r, err := a.Submit(ctxT(t), Input{Channel: event.ChannelWebhook, Content: "cut", Done: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, subA, event.Delta)
+
+	if err := a.Follow(ctxT(t), s.all()); err != nil {
+		t.Fatal(err)
+	}
+	if a.Leading() {
+		t.Fatal("a still leads")
+	}
+	if info, _ := a.Info(ctxT(t)); !info.Busy || info.Turn != r.Turn {
+		t.Fatalf("a after losing the lease: %+v, want the cut turn still running (for the log to close)", info)
+	}
+	c.lead(t, b, s)
+	got := until(t, subA, event.TurnEnd)
+	if d := data[event.TurnEndData](t, got[len(got)-1]); d.Status != event.StatusInterrupted {
+		t.Fatalf("a saw %+v", d)
+	}
+	if o := <-done; o.Status != event.StatusInterrupted {
+		t.Fatalf("the door waiting on a got %+v", o)
+	}
+	// a forwards now: b runs the next input.
+	r2, err := a.Submit(ctxT(t), Input{Channel: event.ChannelWeb, Content: "next"})
+	if err != nil || r2.Outcome != Started {
+		t.Fatalf("forwarded: %+v %v", r2, err)
+	}
+	if info, _ := b.Info(ctxT(t)); info.Turn != r2.Turn {
+		t.Fatalf("b runs %q, want %q", info.Turn, r2.Turn)
+	}
+	g.Release <- struct{}{}
+	until(t, subA, event.TurnEnd)
+	ends := 0
+	for _, e := range s.all() {
+		if e.Type == event.TurnEnd {
+			ends++
+		}
+	}
+	if ends != 2 {
+		t.Fatalf("%d turn_ends in the log, want 2: %s", ends, seqsOfEvents(s.all()))
+	}
+}
