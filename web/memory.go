@@ -60,7 +60,7 @@ func (h *apiHandlers) memorySave(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	it, err := h.s.MemorySave(r.Context(), text, memory.SourceAPI)
+	it, err := h.s.MemorySave(r.Context(), text, memoryDoor(r))
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (h *apiHandlers) memoryEdit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	it, err := h.s.MemoryEdit(r.Context(), r.PathValue("id"), text, memory.SourceAPI)
+	it, err := h.s.MemoryEdit(r.Context(), r.PathValue("id"), text, memoryDoor(r))
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (h *apiHandlers) memoryEdit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *apiHandlers) memoryForget(w http.ResponseWriter, r *http.Request) error {
-	if err := h.s.MemoryForget(r.Context(), r.PathValue("id"), memory.SourceAPI); err != nil {
+	if err := h.s.MemoryForget(r.Context(), r.PathValue("id"), memoryDoor(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
