@@ -37,6 +37,7 @@ type Config struct {
 	Memory   Memory   `yaml:"memory"`
 	Channels Channels `yaml:"channels"`
 	MCP      MCP      `yaml:"mcp"`
+	Search   Search   `yaml:"search"`
 	Log      Log      `yaml:"log"`
 
 	// Attachments: see attachments.go.
@@ -375,6 +376,8 @@ func Defaults() Config {
 		Attachments: defaultAttachments(),
 
 		Schedules: scheduleDefaults(),
+
+		Search: defaultSearch(),
 	}
 }
 
@@ -590,6 +593,7 @@ func (c *Config) Validate() error {
 	c.validateMCPServers(bad)
 	c.validateAttachments(bad)
 	c.validateSchedules(bad)
+	c.validateSearch(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
 	}
