@@ -114,7 +114,7 @@ func TestConceptsParaphrase(t *testing.T) {
 		}
 		return s
 	}
-	q := embedtest.Concepts("what car did I get", 256)
+	q := embedtest.Concepts("which car did I purchase", 256)
 	near := dot(q, embedtest.Concepts("I bought a new automobile last weekend", 256))
 	far := dot(q, embedtest.Concepts("the dentist moved my appointment", 256))
 	if near < 0.5 || far > 0.2 {

@@ -29,7 +29,7 @@ var concepts = map[string]string{}
 func init() {
 	for c, words := range map[string]string{
 		"car":        "car cars automobile automobiles vehicle hatchback sedan",
-		"buy":        "bought buy buying purchased purchase got get acquire",
+		"buy":        "bought buy buying purchased purchase acquire",
 		"doctor":     "doctor physician gp medic clinician",
 		"tell":       "says said tell told mention mentioned",
 		"cat":        "cat kitten feline",
@@ -82,6 +82,7 @@ func init() {
 		"coffee":     "coffee espresso caffeine",
 		"diet":       "vegetarian vegan meat diet",
 		"heating":    "boiler heating heater radiator",
+		"house":      "house home",
 		"grandma":    "grandma grandmother granny",
 		"surgery":    "surgery operation",
 		"document":   "passport document id",
