@@ -203,4 +203,3 @@ func (ix *Index) nearest(ctx context.Context, q Query, opts Options, qv []float3
 	}
 	return out, nil
 }
-
