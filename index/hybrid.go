@@ -28,6 +28,13 @@ const (
 	// (type, before, after) before SQLite applies the rest (channel,
 	// from, the excluded turn).
 	vecScan = 200
+	// MinSimilarity is the least cosine a document needs to be found by
+	// meaning alone: below it the nearest vectors are noise (a query
+	// about nothing the conversation held would otherwise always "find"
+	// something). Texts that share a topic score well above it with the
+	// common models; a model whose unrelated texts score higher lets
+	// some noise through, ranked after the keyword matches by the fusion.
+	MinSimilarity = 0.25
 )
 
 // Semantic states of a Result.
@@ -196,7 +203,7 @@ func (ix *Index) nearest(ctx context.Context, q Query, opts Options, qv []float3
 	}
 	out := make([]found, 0, n)
 	for _, s := range near {
-		if r, ok := byID[s.id]; ok && len(out) < n {
+		if r, ok := byID[s.id]; ok && len(out) < n && s.sim >= MinSimilarity {
 			r.hit.Score = float64(s.sim)
 			out = append(out, r)
 		}
