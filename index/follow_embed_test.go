@@ -141,8 +141,8 @@ func TestFollowerEmbedsBehindTheLog(t *testing.T) {
 // in "embedding".
 func TestSemanticUnavailable(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		break_ func(*embedtest.Server)
+		name    string
+		breakIt func(*embedtest.Server)
 	}{
 		{"error", func(s *embedtest.Server) { s.SetFail(500) }},
 		{"slow", func(s *embedtest.Server) { s.SetDelay(time.Minute) }},
@@ -155,7 +155,7 @@ func TestSemanticUnavailable(t *testing.T) {
 			c.log.Sync()
 			srv := embedtest.NewServer()
 			defer srv.Close()
-			tc.break_(srv)
+			tc.breakIt(srv)
 			f, stop := embedFollower(t, dir, c.seq, nil, embedClient(t, srv, "fake", 8), io.Discard)
 			defer stop()
 			caughtUp(t, f, "automobile")
