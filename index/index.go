@@ -570,6 +570,7 @@ func countWords(s string) int64 {
 type Stats struct {
 	Docs    int64 // indexed documents
 	LastSeq int64
+	Vectors int64 // documents with a vector (search by meaning)
 }
 
 // Stats counts what the index holds.
@@ -578,6 +579,9 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM docs`).Scan(&s.Docs); err != nil {
 		return s, classify("read index", err)
 	}
+	// An index made before search by meaning, opened read-only, has no
+	// vecs table: no vectors.
+	_ = ix.db.QueryRowContext(ctx, `SELECT count(*) FROM vecs`).Scan(&s.Vectors)
 	var err error
 	s.LastSeq, err = ix.LastSeq(ctx)
 	return s, err
