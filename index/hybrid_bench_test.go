@@ -127,4 +127,3 @@ func fileBytes(b *testing.B, ix *index.Index, path string) int64 {
 	}
 	return n
 }
-
