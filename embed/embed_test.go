@@ -121,3 +121,30 @@ func TestConceptsParaphrase(t *testing.T) {
 		t.Errorf("cosine with the paraphrase %.2f (want ≥ 0.5), with an unrelated text %.2f (want ≤ 0.2)", near, far)
 	}
 }
+
+// BenchmarkEmbedThroughput embeds 10,000 texts through the client and the
+// fake server (batches of 64): texts per second of the client's and the
+// fake's own work (JSON both ways, HTTP on loopback), an upper bound of
+// what the index's embedding loop can take from a real server, whose
+// model is then what limits.
+func BenchmarkEmbedThroughput(b *testing.B) {
+	srv := embedtest.NewServer()
+	defer srv.Close()
+	c, err := embed.New(embed.Options{BaseURL: srv.BaseURL(), Model: "fake", Batch: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	texts := make([]string, 10_000)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("message %d: the plumber is coming on Tuesday to mend the boiler in the flat", i)
+	}
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		if _, err := c.Embed(context.Background(), texts); err != nil {
+			b.Fatal(err)
+		}
+		n += len(texts)
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "texts/s")
+}
