@@ -89,28 +89,14 @@ func TestKill9WhileEmbeddingResumes(t *testing.T) {
 	cfg := filepath.Join(dir, "embed.yaml")
 	os.WriteFile(cfg, fmt.Appendf(nil, "search:\n  embeddings:\n    base_url: %s\n    model: fake\n    batch: %d\n", srv.BaseURL(), batch), 0o600)
 
-	p := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
-	for {
-		served := srv.Served()
-		if req, _, _ := srv.Stats(); req >= 10 {
-			break
-		}
-		select {
-		case <-served:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the server embedded nothing within 30 s\n%s", p.stderr)
-		}
-	}
-	p.cmd.Process.Kill()
-	<-p.exited
-	p.exited <- nil
+	killAfterRequests(t, dir, cfg, srv, 10)
 	_, before, _ := srv.Stats()
 	if before >= msgs {
 		t.Fatalf("all %d messages were embedded before the kill; the test needs a slower server", msgs)
 	}
 
 	srv.SetDelay(0)
-	p = startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	p := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 	deadline := time.Now().Add(60 * time.Second)
 	var a searchAnswer
 	searches := 0 // each embeds its query
@@ -159,4 +145,25 @@ func TestKill9WhileEmbeddingResumes(t *testing.T) {
 	if err != nil || st.Docs != int64(msgs) || st.Vectors != int64(msgs) {
 		t.Errorf("the index holds %+v (%v); want %d documents, each with one vector", st, err, msgs)
 	}
+}
+
+// killAfterRequests starts the binary and kills it (SIGKILL) once the
+// embeddings server has answered n requests.
+func killAfterRequests(t *testing.T, dir, cfg string, srv *embedtest.Server, n int) {
+	t.Helper()
+	p := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	for {
+		served := srv.Served()
+		if req, _, _ := srv.Stats(); req >= n {
+			break
+		}
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the server embedded nothing within 30 s\n%s", p.stderr)
+		}
+	}
+	p.cmd.Process.Kill()
+	<-p.exited
+	p.exited <- nil
 }

@@ -69,9 +69,7 @@ func loadParaphrase(t testing.TB) (recallSet, []event.Event, map[int64]string) {
 	if f != len(ps.Facts) {
 		t.Fatalf("only %d of the %d facts were placed", f, len(ps.Facts))
 	}
-	for _, q := range ps.Queries {
-		merged.Queries = append(merged.Queries, q)
-	}
+	merged.Queries = append(merged.Queries, ps.Queries...)
 	evs, ids := recallEvents(merged)
 	return merged, evs, ids
 }
