@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -167,5 +168,37 @@ func BenchmarkFusion(b *testing.B) {
 			b.ReportMetric(r5, "recall@5")
 			b.ReportMetric(r1, "recall@1")
 		})
+	}
+}
+
+// TestOldIndexGainsVectors: an index made before search by meaning (no
+// vecs table, no embed_* keys) is opened without a rebuild, keeps its
+// documents and takes vectors.
+func TestOldIndexGainsVectors(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), index.FileName)
+	ix, _, err := index.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Add(ctx, convo("I bought a new automobile last weekend.", "Congratulations.")); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE vecs`, `DELETE FROM meta WHERE key IN ('embed_model', 'embed_dim')`} {
+		if _, err := ix.RunForTest(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Close()
+	ix, rebuilt, err := index.Open(path)
+	if err != nil || rebuilt != "" {
+		t.Fatalf("reopen: %v, rebuilt %q", err, rebuilt)
+	}
+	defer ix.Close()
+	if err := ix.EmbedAllForTest(ctx, conceptEmbedder{64}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ix.Stats(ctx); err != nil || st.Docs != 2 || st.Vectors != 2 {
+		t.Errorf("after the upgrade: %+v, %v; want 2 documents with vectors", st, err)
 	}
 }
