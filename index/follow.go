@@ -397,14 +397,21 @@ func (f *Follower) Search(ctx context.Context, query string, opts Options) (Resu
 	if f.damaged.Load() {
 		return damagedResult(want), nil
 	}
-	qv, unavailable := f.queryVector(ctx, q)
+	// The query's vector is asked for while the keywords are ranked.
+	type answer struct {
+		v           []float32
+		unavailable bool
+	}
+	asked := make(chan answer, 1)
+	go func() { v, u := f.queryVector(ctx, q); asked <- answer{v, u} }()
+	var got answer
 	f.mu.RLock()
-	res, err := f.ix.SearchHybrid(ctx, q, opts, qv)
+	res, err := f.ix.searchHybrid(ctx, q, opts, func() []float32 { got = <-asked; return got.v })
 	if err == nil {
 		res.Embedding = f.embedProgress(ctx, f.ix)
 	}
 	f.mu.RUnlock()
-	if unavailable && err == nil {
+	if got.unavailable && err == nil {
 		res.Semantic = SemanticUnavailable
 	}
 	if errors.Is(err, ErrCorrupt) {

@@ -133,16 +133,18 @@ func (f *Follower) embedPending(ctx context.Context, cur *embedCursor) error {
 	return nil
 }
 
-// prepareVectors loads the index's vectors into memory and, when they
+// prepareVectors loads the index's vectors into memory or, when they
 // were made by another model, forgets them all: they are made anew.
 func (f *Follower) prepareVectors(ctx context.Context, ix *Index, model string) error {
-	if err := ix.loadVectors(ctx); err != nil {
-		return err
-	}
 	st, err := ix.embedState(ctx)
-	if err != nil || st.Model == model {
+	if err != nil {
 		return err
 	}
+	if st.Model == model {
+		return ix.loadVectors(ctx)
+	}
+	// Not loaded first: another model's vectors never meet this one's
+	// queries.
 	if st.Model != "" {
 		f.opts.Logger.Warn("search index: the embedding model changed; embedding everything anew", "from", st.Model, "to", model)
 	}

@@ -57,7 +57,14 @@ type EmbedProgress struct {
 // query's unit vector. Without qv, or for a query of filters only, it is
 // SearchQuery.
 func (ix *Index) SearchHybrid(ctx context.Context, q Query, opts Options, qv []float32) (Result, error) {
-	if qv == nil || len(q.Terms) == 0 {
+	return ix.searchHybrid(ctx, q, opts, func() []float32 { return qv })
+}
+
+// searchHybrid is SearchHybrid with the query's vector from vector, which
+// it calls once the keyword ranking is done (the Follower asks the
+// embeddings server meanwhile); nil: keywords only.
+func (ix *Index) searchHybrid(ctx context.Context, q Query, opts Options, vector func() []float32) (Result, error) {
+	if len(q.Terms) == 0 {
 		return ix.SearchQuery(ctx, q, opts)
 	}
 	if opts.Limit <= 0 {
@@ -82,12 +89,36 @@ func (ix *Index) SearchHybrid(ctx context.Context, q Query, opts Options, qv []f
 		}
 	}
 	res.Broad = broad
+	qv := vector()
+	if qv == nil {
+		return ix.keywordHits(ctx, res, expr, kw, opts.Limit)
+	}
 	near, err := ix.nearest(ctx, q, opts, qv, kopts.Limit)
 	if err != nil {
 		return res, err
 	}
 	res.Hits, err = ix.fusedHits(ctx, expr, res.Mode == ModeOr, kw, near, opts.Limit)
 	return res, err
+}
+
+// keywordHits is res with the first limit keyword matches and their
+// snippets: the answer without a query vector.
+func (ix *Index) keywordHits(ctx context.Context, res Result, expr string, kw []found, limit int) (Result, error) {
+	res.Semantic = ""
+	kw = kw[:min(limit, len(kw))]
+	if len(kw) == 0 {
+		return res, nil
+	}
+	snip, err := ix.snippets(ctx, expr, kw)
+	if err != nil {
+		return res, err
+	}
+	res.Hits = make([]Hit, len(kw))
+	for i, f := range kw {
+		res.Hits[i] = f.hit
+		res.Hits[i].Snippet = flatten(snip[f.id])
+	}
+	return res, nil
 }
 
 // fusedHits fuses the two rankings and makes the winners' snippets: the
