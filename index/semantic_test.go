@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/embed"
 	"github.com/frontdesk-hq/frontdesk/embed/embedtest"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/index"
@@ -139,10 +140,19 @@ func TestParaphraseRecall(t *testing.T) {
 
 // BenchmarkFusion reports recall@5 (and @1, MRR@5) on the paraphrase set
 // and the recall set for keywords alone, vectors alone, plain RRF and the
-// fusion used (the keyword ranking weighs 1 in "and" mode, 0.01 in
-// "or"), with the stand-in embedder (embedtest.Concepts).
+// fusion used (the keyword ranking weighs 1.5 in "and" mode, 0.01 in
+// "or"), with the stand-in embedder (embedtest.Concepts) — or, with
+// FRONTDESK_EMBED_URL (the API root) and FRONTDESK_EMBED_MODEL set, with
+// that server's model: how a real model is checked.
 func BenchmarkFusion(b *testing.B) {
-	e := conceptEmbedder{embedtest.DefaultDim}
+	var e index.Embedder = conceptEmbedder{embedtest.DefaultDim}
+	if u := os.Getenv("FRONTDESK_EMBED_URL"); u != "" {
+		c, err := embed.New(embed.Options{BaseURL: u, Model: os.Getenv("FRONTDESK_EMBED_MODEL"), APIKey: os.Getenv("FRONTDESK_EMBED_KEY")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e = c
+	}
 	ps, pevs, pids := loadParaphrase(b)
 	rs, evs, ids := loadRecall(b)
 	for _, v := range []struct {
@@ -153,7 +163,7 @@ func BenchmarkFusion(b *testing.B) {
 		{"keywords", 1, 1, nil},
 		{"vectors", 0, 0, e},
 		{"rrf", 1, 1, e},
-		{"hybrid", 1, 0.01, e},
+		{"hybrid", 1.5, 0.01, e},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			restore := index.SetFuseWeightsForTest(v.and, v.or)
