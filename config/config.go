@@ -370,14 +370,13 @@ func Defaults() Config {
 				SMTP: SMTP{TLS: "starttls", PasswordEnv: "FRONTDESK_SMTP_PASSWORD"},
 			},
 		},
-		Log: Log{Format: "text", Level: "info"},
-		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
+		Log:    Log{Format: "text", Level: "info"},
+		MCP:    MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
+		Search: defaultSearch(),
 
 		Attachments: defaultAttachments(),
 
 		Schedules: scheduleDefaults(),
-
-		Search: defaultSearch(),
 	}
 }
 
@@ -585,6 +584,7 @@ func (c *Config) Validate() error {
 		bad("agent.demo.delay_ms", "must not be negative (default 30)")
 	}
 	c.validateOpenAI(bad)
+	c.validateSearch(bad)
 	c.validateCommand(bad)
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
 	oneOf(bad, "log.format", c.Log.Format, "text", "json")
@@ -593,7 +593,6 @@ func (c *Config) Validate() error {
 	c.validateMCPServers(bad)
 	c.validateAttachments(bad)
 	c.validateSchedules(bad)
-	c.validateSearch(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
 	}
