@@ -397,23 +397,14 @@ func (f *Follower) Search(ctx context.Context, query string, opts Options) (Resu
 	if f.damaged.Load() {
 		return damagedResult(want), nil
 	}
-	// The query's vector is asked for while the keywords are ranked.
-	type answer struct {
-		v           []float32
-		unavailable bool
-	}
-	asked := make(chan answer, 1)
-	go func() { v, u := f.queryVector(ctx, q); asked <- answer{v, u} }()
-	var got answer
 	f.mu.RLock()
-	res, err := f.ix.searchHybrid(ctx, q, opts, func() []float32 { got = <-asked; return got.v })
-	if err == nil {
-		res.Embedding = f.embedProgress(ctx, f.ix)
+	var res Result
+	if f.opts.Embedder == nil { // keywords only, exactly as without embeddings
+		res, err = f.ix.SearchQuery(ctx, q, opts)
+	} else {
+		res, err = f.searchHybrid(ctx, q, opts)
 	}
 	f.mu.RUnlock()
-	if got.unavailable && err == nil {
-		res.Semantic = SemanticUnavailable
-	}
 	if errors.Is(err, ErrCorrupt) {
 		f.markDamaged(err)
 		return damagedResult(want), nil

@@ -192,3 +192,26 @@ func (f *Follower) embedProgress(ctx context.Context, ix *Index) *EmbedProgress 
 	}
 	return nil
 }
+
+// searchHybrid runs q fusing keywords and meaning; the caller holds f.mu
+// for reading. The query's vector is asked for while the keywords are
+// ranked; without it in time the answer is by keywords, marked
+// SemanticUnavailable.
+func (f *Follower) searchHybrid(ctx context.Context, q Query, opts Options) (Result, error) {
+	type answer struct {
+		v           []float32
+		unavailable bool
+	}
+	asked := make(chan answer, 1)
+	go func() { v, u := f.queryVector(ctx, q); asked <- answer{v, u} }()
+	var got answer
+	res, err := f.ix.searchHybrid(ctx, q, opts, func() []float32 { got = <-asked; return got.v })
+	if err != nil {
+		return res, err
+	}
+	res.Embedding = f.embedProgress(ctx, f.ix)
+	if got.unavailable {
+		res.Semantic = SemanticUnavailable
+	}
+	return res, nil
+}
