@@ -48,7 +48,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if withConsole {
 		logs.Readable(color)
 	}
-	st, err := openStores(cfg, logger)
+	st, err := openStores(cfg, getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ type stores struct {
 
 // openStores creates the data directory and opens the chat log (reading
 // its tail first), memory and the search index.
-func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
+func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logger) (*stores, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -183,7 +183,7 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
 	}
-	if st.search, err = openIndex(cfg, logSeq, st.items, logger); err != nil {
+	if st.search, err = openIndex(cfg, logSeq, st.items, getenv, logger); err != nil {
 		st.close()
 		return nil, err
 	}

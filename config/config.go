@@ -37,6 +37,7 @@ type Config struct {
 	Memory   Memory   `yaml:"memory"`
 	Channels Channels `yaml:"channels"`
 	MCP      MCP      `yaml:"mcp"`
+	Search   Search   `yaml:"search"`
 	Log      Log      `yaml:"log"`
 
 	// Attachments: see attachments.go.
@@ -380,6 +381,7 @@ func Defaults() Config {
 		Log:    Log{Format: "text", Level: "info"},
 		Memory: Memory{ContextTokens: 2000},
 		MCP:    MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
+		Search: defaultSearch(),
 
 		Attachments: defaultAttachments(),
 
@@ -597,6 +599,7 @@ func (c *Config) Validate() error {
 		bad("agent.demo.delay_ms", "must not be negative (default 30)")
 	}
 	c.validateOpenAI(bad)
+	c.validateSearch(bad)
 	c.validateCommand(bad)
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
 	oneOf(bad, "log.format", c.Log.Format, "text", "json")

@@ -65,7 +65,9 @@ const historySearchDescription = "Search everything ever said in this conversati
 	"and the long-term memory items (type:memory; each hit starts with the item's [id]) — ranked by relevance (BM25) with a small bonus for recent messages. " +
 	"Use it to answer questions like 'what did I say about X' or whenever the user refers to something you do not see in context. " +
 	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this». " +
-	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word."
+	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word. " +
+	"semantic:\"hybrid\" means search by meaning is on: hits also include messages saying the same in other words " +
+	"(\"car\" finds \"automobile\"); semantic:\"unavailable\" means this answer is by keywords only."
 
 // HistorySource is what the history tools read: the live session
 // (*SessionManager) or, offline, the data directory's files.
