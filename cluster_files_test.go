@@ -30,8 +30,8 @@ type trioNode struct {
 	exited         chan error
 }
 
-// freePorts returns n loopback ports free at the time of the call.
-func freePorts(tb testing.TB, n int) []int {
+// loopbackPorts returns n loopback ports free at the time of the call.
+func loopbackPorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	ports := make([]int, n)
 	for i := range ports {
@@ -51,7 +51,7 @@ func freePorts(tb testing.TB, n int) []int {
 func startTrio(tb testing.TB, extra string) []*trioNode {
 	tb.Helper()
 	root := tb.TempDir()
-	ports := freePorts(tb, 6) // client, cluster per node
+	ports := loopbackPorts(tb, 6) // client, cluster per node
 	nodes := make([]*trioNode, 3)
 	addrs := make(chan [2]string, 3)
 	for i := range nodes {

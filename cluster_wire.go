@@ -29,13 +29,28 @@ func clusterConfig(cfg config.Config, getenv func(string) string) cluster.Config
 	if c.NATS.CredsEnv != "" {
 		cc.CredsFile = getenv(c.NATS.CredsEnv)
 	}
+	if c.NATS.Embedded.SecretEnv != "" {
+		cc.Embedded.Secret = getenv(c.NATS.Embedded.SecretEnv)
+	}
 	return cc
+}
+
+// clusterSecretSet checks that the variable cluster.nats.embedded.secret_env
+// names holds the secret (at start and in check-config).
+func clusterSecretSet(cfg config.Config, getenv func(string) string) error {
+	if e := cfg.Cluster.NATS.Embedded.SecretEnv; e != "" && cfg.Cluster.NATS.URL == "" && getenv(e) == "" {
+		return fmt.Errorf("cluster.nats.embedded.secret_env: the environment variable %s is empty or unset", e)
+	}
+	return nil
 }
 
 // startCluster joins this node to the cluster (cluster.node set): NATS
 // up, the log stream bound, this data directory checked against it and
 // given the cluster's session id.
 func startCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {
+	if err := clusterSecretSet(cfg, getenv); err != nil {
+		return nil, err
+	}
 	n, err := cluster.Start(ctx, clusterConfig(cfg, getenv), logger)
 	if err != nil {
 		return nil, err
@@ -115,10 +130,11 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 			tail, _, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
 			return tail, err
 		},
-		Indexed: st.search.Notify,
-		Copied:  prefetch(st),
-		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
-		Logger:  logger,
+		TailEvents: cfg.Session.BufferEvents,
+		Indexed:    st.search.Notify,
+		Copied:     prefetch(st),
+		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Logger:     logger,
 	})
 }
 

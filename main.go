@@ -201,6 +201,9 @@ func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger
 func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
 	if cfg.Cluster.Enabled() {
+		if err := clusterSecretSet(cfg, getenv); err != nil {
+			return err
+		}
 		lines, err := cluster.Check(ctx, clusterConfig(cfg, getenv))
 		for _, l := range lines {
 			fmt.Fprintln(stdout, l)
