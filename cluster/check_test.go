@@ -63,7 +63,7 @@ func TestCheckEmbedded(t *testing.T) {
 func TestCheckURL(t *testing.T) {
 	nodes := startCluster(t, 3, time.Second)
 	url := nodes[0].srv.ClientURL()
-	cfg := Config{Node: "x", Replicas: 3, URL: url}
+	cfg := Config{Node: "x", Replicas: 3, URL: url, Token: testSecret}
 	var lines []string
 	var err error
 	waitFor(t, 10*time.Second, "the client to learn the other servers", func() bool {
@@ -76,6 +76,10 @@ func TestCheckURL(t *testing.T) {
 	cfg.Replicas = 5
 	if _, err := Check(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "cluster.replicas is 5") {
 		t.Errorf("replicas 5 on 3 servers: got %v", err)
+	}
+	cfg.Token = "not the secret"
+	if _, err := Check(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "cannot connect") {
+		t.Errorf("a wrong token: got %v", err)
 	}
 	single := startSingle(t)
 	lines, err = Check(context.Background(), Config{Node: "x", URL: single.srv.ClientURL()})
