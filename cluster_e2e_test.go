@@ -251,9 +251,19 @@ func (c *testCluster) postInput(i int, content, id string, wait bool) (int, []by
 
 // postInputTo posts content to the node at url (query: ?wait=1 or none).
 func (c *testCluster) postInputTo(url, content, id string, query ...string) (int, []byte, error) {
-	url += "/api/messages" + strings.Join(query, "")
+	return c.postInputTimeout(url+strings.Join(query, ""), content, id, 30*time.Second)
+}
+
+// postInputTimeout posts content to /api/messages at url, waiting at most
+// wait for the answer.
+func (c *testCluster) postInputTimeout(url, content, id string, wait time.Duration) (int, []byte, error) {
+	if i := strings.Index(url, "?"); i >= 0 {
+		url = url[:i] + "/api/messages" + url[i:]
+	} else {
+		url += "/api/messages"
+	}
 	body, _ := json.Marshal(map[string]string{"content": content, "client_msg_id": id})
-	cl := http.Client{Timeout: 30 * time.Second}
+	cl := http.Client{Timeout: wait}
 	resp, err := cl.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err

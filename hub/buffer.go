@@ -126,6 +126,9 @@ func (m *SessionManager) keep(e event.Event) *Frame {
 // queue is full is dropped.
 func (m *SessionManager) fanOut(f *Frame) {
 	for s := range m.subs {
+		if s.floor > 0 && s.below(f, m.seq) {
+			continue
+		}
 		if !s.push(f) {
 			m.drop(s, ErrSlowConsumer)
 			m.counters.SlowConsumers++

@@ -114,6 +114,13 @@ func (m *SessionManager) unpark(all bool) {
 			continue
 		}
 		sub, snap := m.subscribe(c.since)
+		if c.since > m.seq {
+			// Still behind after parkWait: the client keeps what it has,
+			// and gets what comes after it as this node catches up.
+			sub.floor = c.since
+			snap.Connected.LastSeq, snap.Synced = c.since, event.SyncedData{LastSeq: c.since, Gapless: true}
+			snap.Replay = nil
+		}
 		c.reply <- subscribeReply{sub, snap}
 	}
 	clear(m.parked[len(keep):])
@@ -316,6 +323,16 @@ func (m *SessionManager) flushLive() {
 	for _, l := range held {
 		m.live(l)
 	}
+}
+
+// below reports whether f is one a client ahead of this node (floor)
+// must not get: an event it has, or a live frame while this node is still
+// behind it (seq is the node's).
+func (s *Subscription) below(f *Frame, seq int64) bool {
+	if f.Event.Seq > 0 {
+		return f.Event.Seq <= s.floor
+	}
+	return seq < s.floor
 }
 
 // shareLive gives the other nodes a frame that is not in the log.

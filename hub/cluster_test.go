@@ -361,3 +361,31 @@ func noticeAt(seq int64) event.Event {
 	e.Seq = seq
 	return e
 }
+
+// A client further ahead than this node catches up within parkWait gets
+// a gapless answer at its own seq, and then only the events after it.
+func TestClientFarAheadGetsOnlyWhatIsNew(t *testing.T) {
+	s := newMemStream()
+	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
+	for i := int64(1); i <= 3; i++ {
+		if err := b.Ingest(ctxT(t), noticeAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, snap, err := b.Subscribe(ctxT(t), 6) // answered after parkWait
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if !snap.Synced.Gapless || snap.Synced.LastSeq != 6 || snap.Connected.LastSeq != 6 || len(snap.Replay) != 0 {
+		t.Fatalf("snapshot %+v %+v replay %s", snap.Connected, snap.Synced, seqsOf(snap.Replay))
+	}
+	for i := int64(4); i <= 7; i++ {
+		if err := b.Ingest(ctxT(t), noticeAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := next(t, sub); e.Seq != 7 {
+		t.Fatalf("first event after since=6: seq %d", e.Seq)
+	}
+}

@@ -23,6 +23,10 @@ type Subscription struct {
 	m     *SessionManager
 	limit int
 	once  sync.Once
+	// floor, on a cluster follower, is the seq a client that came from a
+	// node further on already had: events up to it are not sent again.
+	// Hub goroutine only.
+	floor int64
 
 	mu    sync.Mutex
 	queue []*Frame // waiting frames, oldest first
