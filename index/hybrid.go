@@ -31,9 +31,10 @@ const (
 	// MinSimilarity is the least cosine a document needs to be found by
 	// meaning alone: below it the nearest vectors are noise (a query
 	// about nothing the conversation held would otherwise always "find"
-	// something). Texts that share a topic score well above it with the
-	// common models; a model whose unrelated texts score higher lets
-	// some noise through, ranked after the keyword matches by the fusion.
+	// something). 0.25 was chosen with the stand-in embedder
+	// (embedtest.Concepts); a model whose unrelated texts score higher
+	// lets some noise through, ranked after the keyword matches by the
+	// fusion — BenchmarkFusion against the model shows it.
 	MinSimilarity = 0.25
 )
 
@@ -54,8 +55,8 @@ type EmbedProgress struct {
 }
 
 // SearchHybrid runs q fusing keywords with the documents nearest qv, the
-// query's unit vector. Without qv, or for a query of filters only, it is
-// SearchQuery.
+// query's unit vector. Without qv, or for a query of filters only, it
+// answers by keywords as SearchQuery does.
 func (ix *Index) SearchHybrid(ctx context.Context, q Query, opts Options, qv []float32) (Result, error) {
 	return ix.searchHybrid(ctx, q, opts, func() []float32 { return qv })
 }

@@ -21,10 +21,11 @@ import (
 // largest magnitude maps to 127): a quarter of float32's bytes — 28 MB
 // per 100,000 messages at 256 dimensions, 79 MB at 768 — for a cosine
 // within 0.01 of float32's (TestQuantizeCosine), far below what tells a
-// paraphrase from an unrelated text. A scan costs about the same CPU in
-// either format in this pure-Go loop (BenchmarkVectorSearch: 100,000
-// vectors of 256 dimensions take about 20 ms of CPU either way, of 768
-// 50–67 ms), so the format is chosen by its memory.
+// paraphrase from an unrelated text. In this pure-Go loop float32 scans
+// with less CPU (BenchmarkVectorSearch, 100,000 vectors: 15 against 19 ms
+// at 256 dimensions, 39 against 56 ms at 768, on a lightly loaded 2-core
+// machine), int8 with a quarter of the memory: int8 is kept, since the
+// vectors live in memory for as long as the server runs.
 const vecSchema = `CREATE TABLE IF NOT EXISTS vecs(id INTEGER PRIMARY KEY, v BLOB NOT NULL)`
 
 // Document kinds the vector store filters on without asking SQLite.
