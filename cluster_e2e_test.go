@@ -24,7 +24,7 @@ import (
 // testCluster is three frontdesk processes, each with its embedded NATS
 // node on loopback, as in README's "Run on several machines".
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	nodesMu sync.Mutex // guards nodes[i].p for tests that kill while others send
 	nodes   []*clusterProc
 }
@@ -36,7 +36,7 @@ type clusterProc struct {
 }
 
 // freePorts finds n free loopback ports (closed again: a node binds them).
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var lns []net.Listener
@@ -56,7 +56,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // newTestCluster writes three nodes' configs (extra is appended to each)
 // and starts them together: each waits for the others before it listens.
-func newTestCluster(t *testing.T, extra string) *testCluster {
+func newTestCluster(t testing.TB, extra string) *testCluster {
 	t.Helper()
 	root := t.TempDir()
 	ports := freePorts(t, 6)
@@ -230,7 +230,7 @@ func (c *testCluster) settled(i int) {
 }
 
 // readChatLog reads a node's chat log, every part.
-func readChatLog(t *testing.T, dir string) []event.Event {
+func readChatLog(t testing.TB, dir string) []event.Event {
 	t.Helper()
 	evs, _, _, err := history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Range(context.Background(), history.Bound{}, history.Bound{}, 0)
 	if err != nil {

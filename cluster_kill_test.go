@@ -101,7 +101,7 @@ func (in *inputs) record(id string, code int, body []byte, err error) {
 // until one is answered by a holder (accepted, or refused as busy: either
 // way a node runs the session), and returns when. Each try waits at most
 // a second, so one sent to a holder as it dies does not hold it up.
-func (in *inputs) probe(t *testing.T) time.Time {
+func (in *inputs) probe(t testing.TB) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {

@@ -96,7 +96,7 @@ func launch(t *testing.T, dir string, env []string, stdin io.Reader, args ...str
 
 // spawn starts the binary without waiting for it to listen (await does):
 // cluster nodes wait for each other before they listen.
-func spawn(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) *proc {
+func spawn(t testing.TB, dir string, env []string, stdin io.Reader, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
@@ -141,7 +141,7 @@ func spawn(t *testing.T, dir string, env []string, stdin io.Reader, args ...stri
 }
 
 // await waits until p listens, failing the test after wait.
-func (p *proc) await(t *testing.T, wait time.Duration) {
+func (p *proc) await(t testing.TB, wait time.Duration) {
 	t.Helper()
 	select {
 	case p.url = <-p.addr:
