@@ -402,3 +402,84 @@ func mcpSend(ctx context.Context, t *testing.T, url, content string) string {
 	}
 	return out.String()
 }
+
+// TestClusterTwoOfThreeDown: with two nodes killed the survivor refuses
+// input with 503 no_leader (Retry-After), says so on /healthz, and
+// stores nothing; when one comes back, the quorum goes on, and the
+// refused inputs are nowhere in the log.
+func TestClusterTwoOfThreeDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts cluster nodes")
+	}
+	c := newTestCluster(t, "")
+	h := c.holder()
+	if code, _, err := c.postInput(h, "before", "before", true); err != nil || code != http.StatusOK {
+		t.Fatalf("first input: %d %v", code, err)
+	}
+	survivor := (h + 1) % 3
+	for i := range c.nodes {
+		if i != survivor {
+			c.kill(i)
+		}
+	}
+	// The survivor notices within a lease or two; then every input is
+	// refused, clearly, and stored nowhere.
+	deadline := time.Now().Add(20 * time.Second)
+	var refused []string
+	for n := 0; ; n++ {
+		id := fmt.Sprint("lost-", n)
+		code, body, err := c.postInput(survivor, "while two are down "+id, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == http.StatusAccepted {
+			t.Fatalf("input accepted with two of three nodes down: %s", body)
+		}
+		if code == http.StatusServiceUnavailable && strings.Contains(string(body), `"no_leader"`) {
+			refused = append(refused, id)
+			if len(refused) == 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no no_leader answer within 20 s; last %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// /healthz says so too, once the lease has gone unrenewed for two
+	// lease times (a lone replica still answers reads of the old entry).
+	for {
+		resp, err := http.Get(c.nodes[survivor].p.url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var health map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&health)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && health["status"] == "no_leader" && health["role"] == "electing" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz with two down: %d %v", resp.StatusCode, health)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	c.start(h) // a majority again
+	c.holder()
+	if code, body, err := c.postInput(survivor, "after", "after", true); err != nil || code != http.StatusOK {
+		t.Fatalf("input after the quorum came back: %d %s %v", code, body, err)
+	}
+	s := c.idle()
+	c.caughtUp(s.LastSeq)
+	for _, e := range c.sameLogs() {
+		if e.Type != event.User {
+			continue
+		}
+		for _, id := range refused {
+			if userData(e).ClientMsgID == id {
+				t.Errorf("refused input %s is in the log at seq %d", id, e.Seq)
+			}
+		}
+	}
+}

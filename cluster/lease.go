@@ -128,6 +128,13 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 		}
 		n.set(Leader, n.cfg.Node, fn)
 		return r, every
+	case time.Since(e.Created()) > 2*n.cfg.LeaseTTL:
+		// Not renewed for two lease times, and still there: the bucket
+		// could not expire it (no majority to do so) or is about to. No
+		// one holds the lease, whatever the entry says (a replica answers
+		// reads even without a majority).
+		n.set(Electing, "", fn)
+		return 0, minLook
 	default:
 		n.set(Follower, string(e.Value()), fn)
 		next := time.Until(e.Created().Add(n.cfg.LeaseTTL)) + minLook
