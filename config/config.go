@@ -537,6 +537,24 @@ func checkToken(tok string) error {
 	return nil
 }
 
+// validateSession checks the session: block.
+func (c *Config) validateSession(bad func(key, format string, args ...any)) {
+	if c.Session.IdleTimeoutSec < 0 {
+		bad("session.idle_timeout_sec", "must be 0 (disabled) or a positive number of seconds")
+	}
+	if c.Session.RetainExchanges < 0 {
+		bad("session.retain_exchanges", "must not be negative (default 20)")
+	}
+	if c.Session.LogRotateMB < 1 {
+		bad("session.log_rotate_mb", "must be at least 1 (default 5)")
+	}
+	if c.Session.BufferEvents < 100 {
+		bad("session.buffer_events", "must be at least 100 (default 5000)")
+	}
+	oneOf(bad, "session.busy_policy", c.Session.BusyPolicy, "reject", "queue", "interrupt")
+	oneOf(bad, "session.fsync", c.Session.Fsync, "always", "interval", "never")
+}
+
 // Validate checks every key and returns all problems at once, each naming
 // the key and how to fix it.
 func (c *Config) Validate() error {
@@ -580,20 +598,7 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("server.allowed_origins[%d]", i), "%q must be a full origin such as https://chat.example.com", o)
 		}
 	}
-	if c.Session.IdleTimeoutSec < 0 {
-		bad("session.idle_timeout_sec", "must be 0 (disabled) or a positive number of seconds")
-	}
-	if c.Session.RetainExchanges < 0 {
-		bad("session.retain_exchanges", "must not be negative (default 20)")
-	}
-	if c.Session.LogRotateMB < 1 {
-		bad("session.log_rotate_mb", "must be at least 1 (default 5)")
-	}
-	if c.Session.BufferEvents < 100 {
-		bad("session.buffer_events", "must be at least 100 (default 5000)")
-	}
-	oneOf(bad, "session.busy_policy", c.Session.BusyPolicy, "reject", "queue", "interrupt")
-	oneOf(bad, "session.fsync", c.Session.Fsync, "always", "interval", "never")
+	c.validateSession(bad)
 	oneOf(bad, "agent.backend", c.Agent.Backend, "demo", "openai", "command")
 	if c.Agent.Demo.DelayMS < 0 {
 		bad("agent.demo.delay_ms", "must not be negative (default 30)")

@@ -72,77 +72,81 @@ func TestDecodeOverridesOnlyWhatIsSet(t *testing.T) {
 	}
 }
 
+// validateCases are TestValidate's: a change to the defaults, the key its
+// error must name.
+var validateCases = []struct {
+	name   string
+	mutate func(*Config)
+	key    string
+}{
+	{"bad addr", func(c *Config) { c.Server.Addr = "8080" }, "server.addr"},
+	{"short auth token", func(c *Config) { c.Server.AuthToken = "s3cret" }, "server.auth_token"},
+	{"blank auth token", func(c *Config) { c.Server.AuthToken = "                    " }, "server.auth_token"},
+	{"port out of range", func(c *Config) { c.Server.Addr = "127.0.0.1:99999" }, "server.addr"},
+	{"negative port", func(c *Config) { c.Server.Addr = "127.0.0.1:-1" }, "server.addr"},
+	{"port by name", func(c *Config) { c.Server.Addr = "127.0.0.1:http" }, "server.addr"},
+	{"no port", func(c *Config) { c.Server.Addr = "127.0.0.1:" }, "server.addr"},
+	{"small frames", func(c *Config) { c.Server.MaxMessageBytes = 10 }, "server.max_message_bytes"},
+	{"no mcp tools", func(c *Config) { c.MCP.MaxTools = 0 }, "mcp.max_tools"},
+	{"too many mcp tools", func(c *Config) { c.MCP.MaxTools = 5000 }, "mcp.max_tools"},
+	{"bad policy", func(c *Config) { c.Session.BusyPolicy = "drop" }, "session.busy_policy"},
+	{"bad fsync", func(c *Config) { c.Session.Fsync = "sometimes" }, "session.fsync"},
+	{"negative idle", func(c *Config) { c.Session.IdleTimeoutSec = -1 }, "session.idle_timeout_sec"},
+	{"rotate zero", func(c *Config) { c.Session.LogRotateMB = 0 }, "session.log_rotate_mb"},
+	{"unknown backend", func(c *Config) { c.Agent.Backend = "gpt" }, "agent.backend"},
+	{"openai without model", func(c *Config) { c.Agent.Backend = "openai" }, "agent.openai.model"},
+	{"openai bad base url", func(c *Config) { c.Agent.OpenAI.BaseURL = "localhost:11434/v1" }, "agent.openai.base_url"},
+	{"openai temperature", func(c *Config) { t := 3.0; c.Agent.OpenAI.Temperature = &t }, "agent.openai.temperature"},
+	{"openai negative max tokens", func(c *Config) { c.Agent.OpenAI.MaxTokens = -1 }, "agent.openai.max_tokens"},
+	{"openai timeout zero", func(c *Config) { c.Agent.OpenAI.RequestTimeoutSec = 0 }, "agent.openai.request_timeout_sec"},
+	{"openai tool steps", func(c *Config) { c.Agent.OpenAI.MaxToolSteps = -1 }, "agent.openai.max_tool_steps"},
+	{"openai small budget", func(c *Config) { c.Agent.OpenAI.ContextBudgetTokens = 10 }, "agent.openai.context_budget_tokens"},
+	{"openai key env", func(c *Config) { c.Agent.OpenAI.APIKeyEnv = "MY KEY" }, "agent.openai.api_key_env"},
+	{"embeddings bad base url", func(c *Config) { c.Search.Embeddings.BaseURL = "localhost:11434/v1"; c.Search.Embeddings.Model = "m" }, "search.embeddings.base_url"},
+	{"embeddings without model", func(c *Config) { c.Search.Embeddings.BaseURL = "http://127.0.0.1:11434/v1" }, "search.embeddings.model"},
+	{"embeddings key env", func(c *Config) { c.Search.Embeddings.APIKeyEnv = "MY KEY" }, "search.embeddings.api_key_env"},
+	{"embeddings batch", func(c *Config) { c.Search.Embeddings.Batch = 0 }, "search.embeddings.batch"},
+	{"command without argv", func(c *Config) { c.Agent.Backend = "command" }, "agent.command.argv"},
+	{"command empty argv0", func(c *Config) { c.Agent.Backend = "command"; c.Agent.Command.Argv = []string{""} }, "agent.command.argv"},
+	{"command env name", func(c *Config) { c.Agent.Command.Env = map[string]string{"1BAD": "x"} }, "agent.command.env"},
+	{"command pass env", func(c *Config) { c.Agent.Command.PassEnv = []string{"OK", "A=B"} }, "agent.command.pass_env[1]"},
+	{"command negative timeout", func(c *Config) { c.Agent.Command.TimeoutSec = -1 }, "agent.command.timeout_sec"},
+	{"console", func(c *Config) { c.Channels.Console.Enabled = "yes" }, "channels.console.enabled"},
+	{"email bad imap tls", func(c *Config) { c.Channels.Email.IMAP.TLS = "ssl" }, "channels.email.imap.tls"},
+	{"email bad smtp tls", func(c *Config) { c.Channels.Email.SMTP.TLS = "yes" }, "channels.email.smtp.tls"},
+	{"email without address", func(c *Config) { enableEmail(c); c.Channels.Email.Address = "" }, "channels.email.address"},
+	{"email address with name", func(c *Config) { enableEmail(c); c.Channels.Email.Address = "Bot <bot@example.com>" }, "channels.email.address"},
+	{"email empty allow_from", func(c *Config) { enableEmail(c); c.Channels.Email.AllowFrom = nil }, "channels.email.allow_from"},
+	{"email bad allow_from", func(c *Config) {
+		enableEmail(c)
+		c.Channels.Email.AllowFrom = []string{"ana@example.com", "example.com"}
+	}, "channels.email.allow_from[1]"},
+	{"email bad allow domain", func(c *Config) { enableEmail(c); c.Channels.Email.AllowFrom = []string{"@"} }, "channels.email.allow_from[0]"},
+	{"email small max_bytes", func(c *Config) { enableEmail(c); c.Channels.Email.MaxBytes = 10 }, "channels.email.max_bytes"},
+	{"email negative rate", func(c *Config) { enableEmail(c); c.Channels.Email.RatePerHour = -1 }, "channels.email.rate_per_hour"},
+	{"email imap addr", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Addr = "imap.example.com" }, "channels.email.imap.addr"},
+	{"email smtp addr", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.Addr = "" }, "channels.email.smtp.addr"},
+	{"email imap plaintext remote", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.TLS = "none" }, "channels.email.imap.tls"},
+	{"email smtp plaintext remote", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.TLS = "none" }, "channels.email.smtp.tls"},
+	{"email imap username", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Username = "" }, "channels.email.imap.username"},
+	{"email imap password env", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PasswordEnv = "" }, "channels.email.imap.password_env"},
+	{"email smtp password env name", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.PasswordEnv = "A-B" }, "channels.email.smtp.password_env"},
+	{"email mailbox", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Mailbox = " " }, "channels.email.imap.mailbox"},
+	{"email poll interval", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PollIntervalSec = 0 }, "channels.email.imap.poll_interval_sec"},
+	{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
+	{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
+	{"log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"},
+	{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
+	{"log level case", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
+	{"no clients", func(c *Config) { c.Server.MaxClients = 0 }, "server.max_clients"},
+	{"negative frame rate", func(c *Config) { c.Server.FrameRatePerSec = -1 }, "server.frame_rate_per_sec"},
+	{"zero frame burst", func(c *Config) { c.Server.FrameRateBurst = 0 }, "server.frame_rate_burst"},
+	{"negative webhook rate", func(c *Config) { c.Channels.Webhook.RatePerSec = -0.5 }, "channels.webhook.rate_per_sec"},
+	{"zero webhook burst", func(c *Config) { c.Channels.Webhook.RateBurst = 0 }, "channels.webhook.rate_burst"},
+}
+
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*Config)
-		key    string
-	}{
-		{"bad addr", func(c *Config) { c.Server.Addr = "8080" }, "server.addr"},
-		{"short auth token", func(c *Config) { c.Server.AuthToken = "s3cret" }, "server.auth_token"},
-		{"blank auth token", func(c *Config) { c.Server.AuthToken = "                    " }, "server.auth_token"},
-		{"port out of range", func(c *Config) { c.Server.Addr = "127.0.0.1:99999" }, "server.addr"},
-		{"negative port", func(c *Config) { c.Server.Addr = "127.0.0.1:-1" }, "server.addr"},
-		{"port by name", func(c *Config) { c.Server.Addr = "127.0.0.1:http" }, "server.addr"},
-		{"no port", func(c *Config) { c.Server.Addr = "127.0.0.1:" }, "server.addr"},
-		{"small frames", func(c *Config) { c.Server.MaxMessageBytes = 10 }, "server.max_message_bytes"},
-		{"no mcp tools", func(c *Config) { c.MCP.MaxTools = 0 }, "mcp.max_tools"},
-		{"too many mcp tools", func(c *Config) { c.MCP.MaxTools = 5000 }, "mcp.max_tools"},
-		{"bad policy", func(c *Config) { c.Session.BusyPolicy = "drop" }, "session.busy_policy"},
-		{"bad fsync", func(c *Config) { c.Session.Fsync = "sometimes" }, "session.fsync"},
-		{"negative idle", func(c *Config) { c.Session.IdleTimeoutSec = -1 }, "session.idle_timeout_sec"},
-		{"rotate zero", func(c *Config) { c.Session.LogRotateMB = 0 }, "session.log_rotate_mb"},
-		{"unknown backend", func(c *Config) { c.Agent.Backend = "gpt" }, "agent.backend"},
-		{"openai without model", func(c *Config) { c.Agent.Backend = "openai" }, "agent.openai.model"},
-		{"openai bad base url", func(c *Config) { c.Agent.OpenAI.BaseURL = "localhost:11434/v1" }, "agent.openai.base_url"},
-		{"openai temperature", func(c *Config) { t := 3.0; c.Agent.OpenAI.Temperature = &t }, "agent.openai.temperature"},
-		{"openai negative max tokens", func(c *Config) { c.Agent.OpenAI.MaxTokens = -1 }, "agent.openai.max_tokens"},
-		{"openai timeout zero", func(c *Config) { c.Agent.OpenAI.RequestTimeoutSec = 0 }, "agent.openai.request_timeout_sec"},
-		{"openai tool steps", func(c *Config) { c.Agent.OpenAI.MaxToolSteps = -1 }, "agent.openai.max_tool_steps"},
-		{"openai small budget", func(c *Config) { c.Agent.OpenAI.ContextBudgetTokens = 10 }, "agent.openai.context_budget_tokens"},
-		{"openai key env", func(c *Config) { c.Agent.OpenAI.APIKeyEnv = "MY KEY" }, "agent.openai.api_key_env"},
-		{"embeddings bad base url", func(c *Config) { c.Search.Embeddings.BaseURL = "localhost:11434/v1"; c.Search.Embeddings.Model = "m" }, "search.embeddings.base_url"},
-		{"embeddings without model", func(c *Config) { c.Search.Embeddings.BaseURL = "http://127.0.0.1:11434/v1" }, "search.embeddings.model"},
-		{"embeddings key env", func(c *Config) { c.Search.Embeddings.APIKeyEnv = "MY KEY" }, "search.embeddings.api_key_env"},
-		{"embeddings batch", func(c *Config) { c.Search.Embeddings.Batch = 0 }, "search.embeddings.batch"},
-		{"command without argv", func(c *Config) { c.Agent.Backend = "command" }, "agent.command.argv"},
-		{"command empty argv0", func(c *Config) { c.Agent.Backend = "command"; c.Agent.Command.Argv = []string{""} }, "agent.command.argv"},
-		{"command env name", func(c *Config) { c.Agent.Command.Env = map[string]string{"1BAD": "x"} }, "agent.command.env"},
-		{"command pass env", func(c *Config) { c.Agent.Command.PassEnv = []string{"OK", "A=B"} }, "agent.command.pass_env[1]"},
-		{"command negative timeout", func(c *Config) { c.Agent.Command.TimeoutSec = -1 }, "agent.command.timeout_sec"},
-		{"console", func(c *Config) { c.Channels.Console.Enabled = "yes" }, "channels.console.enabled"},
-		{"email bad imap tls", func(c *Config) { c.Channels.Email.IMAP.TLS = "ssl" }, "channels.email.imap.tls"},
-		{"email bad smtp tls", func(c *Config) { c.Channels.Email.SMTP.TLS = "yes" }, "channels.email.smtp.tls"},
-		{"email without address", func(c *Config) { enableEmail(c); c.Channels.Email.Address = "" }, "channels.email.address"},
-		{"email address with name", func(c *Config) { enableEmail(c); c.Channels.Email.Address = "Bot <bot@example.com>" }, "channels.email.address"},
-		{"email empty allow_from", func(c *Config) { enableEmail(c); c.Channels.Email.AllowFrom = nil }, "channels.email.allow_from"},
-		{"email bad allow_from", func(c *Config) {
-			enableEmail(c)
-			c.Channels.Email.AllowFrom = []string{"ana@example.com", "example.com"}
-		}, "channels.email.allow_from[1]"},
-		{"email bad allow domain", func(c *Config) { enableEmail(c); c.Channels.Email.AllowFrom = []string{"@"} }, "channels.email.allow_from[0]"},
-		{"email small max_bytes", func(c *Config) { enableEmail(c); c.Channels.Email.MaxBytes = 10 }, "channels.email.max_bytes"},
-		{"email negative rate", func(c *Config) { enableEmail(c); c.Channels.Email.RatePerHour = -1 }, "channels.email.rate_per_hour"},
-		{"email imap addr", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Addr = "imap.example.com" }, "channels.email.imap.addr"},
-		{"email smtp addr", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.Addr = "" }, "channels.email.smtp.addr"},
-		{"email imap plaintext remote", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.TLS = "none" }, "channels.email.imap.tls"},
-		{"email smtp plaintext remote", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.TLS = "none" }, "channels.email.smtp.tls"},
-		{"email imap username", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Username = "" }, "channels.email.imap.username"},
-		{"email imap password env", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PasswordEnv = "" }, "channels.email.imap.password_env"},
-		{"email smtp password env name", func(c *Config) { enableEmail(c); c.Channels.Email.SMTP.PasswordEnv = "A-B" }, "channels.email.smtp.password_env"},
-		{"email mailbox", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.Mailbox = " " }, "channels.email.imap.mailbox"},
-		{"email poll interval", func(c *Config) { enableEmail(c); c.Channels.Email.IMAP.PollIntervalSec = 0 }, "channels.email.imap.poll_interval_sec"},
-		{"origin without scheme", func(c *Config) { c.Server.AllowedOrigins = []string{"example.com"} }, "server.allowed_origins[0]"},
-		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
-		{"log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"},
-		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
-		{"log level case", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
-		{"no clients", func(c *Config) { c.Server.MaxClients = 0 }, "server.max_clients"},
-		{"negative frame rate", func(c *Config) { c.Server.FrameRatePerSec = -1 }, "server.frame_rate_per_sec"},
-		{"zero frame burst", func(c *Config) { c.Server.FrameRateBurst = 0 }, "server.frame_rate_burst"},
-		{"negative webhook rate", func(c *Config) { c.Channels.Webhook.RatePerSec = -0.5 }, "channels.webhook.rate_per_sec"},
-		{"zero webhook burst", func(c *Config) { c.Channels.Webhook.RateBurst = 0 }, "channels.webhook.rate_burst"},
-	}
+	tests := validateCases
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Defaults()
