@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -362,6 +363,19 @@ func TestClusterEveryDoorOnEveryNode(t *testing.T) {
 			t.Errorf("%q is in the log %d times", in, n)
 		}
 	}
+	// /metrics: the holder timed its appends, a follower its deliveries,
+	// and each counted the role it took.
+	for i, want := range map[int][]string{
+		h:           {"frontdesk_cluster_append_ack_seconds_count", `frontdesk_cluster_lease_changes_total{role="leader"}`},
+		(h + 1) % 3: {"frontdesk_cluster_delivery_seconds_count", `frontdesk_cluster_lease_changes_total{role="follower"}`},
+	} {
+		body := getText(t, c.nodes[i].p.url+"/metrics")
+		for _, series := range want {
+			if !regexp.MustCompile(regexp.QuoteMeta(series) + ` [1-9]`).MatchString(body) {
+				t.Errorf("node %d /metrics lacks %s > 0", i, series)
+			}
+		}
+	}
 	for name, w := range map[string]*wsClient{"A": watchA, "B": watchB} {
 		seen := persistedSeqs(w.until(ctx, t, func(e event.Event) bool { return e.Seq == s.LastSeq }))
 		if want := persistedSeqs(log); seen != want {
@@ -482,4 +496,17 @@ func TestClusterTwoOfThreeDown(t *testing.T) {
 			}
 		}
 	}
+}
+
+// getText GETs url and returns its body.
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return b.String()
 }

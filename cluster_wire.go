@@ -88,7 +88,8 @@ func (st *stores) lastSeq() int64 {
 // clusterHub is the hub's log and link on a cluster node; the runner is
 // set by the time the hub runs.
 func clusterHub(n *cluster.Node, a *app) (hub.Log, hub.Cluster) {
-	return clusterhub.Log{Node: n, Fenced: func() { a.runner.Fenced() }}, clusterhub.Link{Node: n}
+	a.clusterMetrics = clusterhub.NewMetrics()
+	return clusterhub.Log{Node: n, Fenced: func() { a.runner.Fenced() }, Metrics: a.clusterMetrics}, clusterhub.Link{Node: n}
 }
 
 // clusterStatusFunc reports this node's view of the cluster to the web
@@ -134,6 +135,7 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 		Indexed:    st.search.Notify,
 		Copied:     prefetch(st),
 		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Metrics:    a.clusterMetrics,
 		Logger:     logger,
 	})
 }

@@ -211,6 +211,8 @@ type app struct {
 	ws      *ws.Handler
 	handler http.Handler
 	runner  *clusterhub.Runner // a cluster node's; nil on a single node
+
+	clusterMetrics *clusterhub.Metrics // a cluster node's
 }
 
 // wire builds the agent, the hub and every door over st.
@@ -232,6 +234,9 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	a.hub = newHub(cfg, logger, st, ag, a.turnTools, lg, link)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.hub.Collectors()...)
+	if a.clusterMetrics != nil {
+		registry.MustRegister(a.clusterMetrics.Collectors()...)
+	}
 
 	if cfg.Channels.Email.Enabled {
 		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files); err != nil {

@@ -32,15 +32,21 @@ type Log struct {
 	// Fenced is called when an append was refused because the stream's
 	// last seq was not the one expected.
 	Fenced func()
+	// Metrics, if set, times each acknowledged append.
+	Metrics *Metrics
 }
 
 // Append appends e to the stream; its seq is e.Seq or it fails.
 func (l Log) Append(e event.Event) error {
 	ctx, cancel := context.WithTimeout(context.Background(), appendWait)
 	defer cancel()
+	start := time.Now()
 	err := l.Node.Append(ctx, e)
 	if errors.Is(err, cluster.ErrFenced) && l.Fenced != nil {
 		l.Fenced()
+	}
+	if err == nil {
+		l.Metrics.acked(start)
 	}
 	return err
 }
@@ -87,6 +93,8 @@ type Options struct {
 	// Copied, if set, is given each event once this node's chat log
 	// holds it (Files.Prefetch). It must not block.
 	Copied func(e event.Event)
+	// Metrics, if set, count role changes and time deliveries.
+	Metrics *Metrics
 	// Lead runs the holder's work besides the hub (the email poller, the
 	// scheduler's firing) from the moment this node leads until ctx ends.
 	Lead   func(ctx context.Context)
@@ -213,6 +221,9 @@ func (r *Runner) Run(ctx context.Context) error {
 // changed records a role change and passes it to Run.
 func (r *Runner) changed(role cluster.Role, holder string) {
 	r.mu.Lock()
+	if role != r.role {
+		r.o.Metrics.role(role.String())
+	}
 	r.role, r.holder = role, holder
 	r.mu.Unlock()
 	r.o.Logger.Info("cluster role", "role", role.String(), "leader", holder)
@@ -241,7 +252,11 @@ func (r *Runner) copyLog(ctx context.Context) error {
 		if r.o.Copied != nil {
 			r.o.Copied(e)
 		}
-		return r.o.Hub.Ingest(ctx, e)
+		err := r.o.Hub.Ingest(ctx, e)
+		if !r.o.Hub.Leading() {
+			r.o.Metrics.delivered(e.TS.Std())
+		}
+		return err
 	})
 }
 
