@@ -71,9 +71,12 @@ func newTestCluster(t testing.TB, extra string) *testCluster {
 		}
 		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1))}
 		n.cfg = filepath.Join(root, n.name+".yaml")
+		agent := "agent: {demo: {delay_ms: 2}}\n"
+		if strings.Contains(extra, "agent:") {
+			agent = "" // the caller's
+		}
 		conf := fmt.Sprintf(`data_dir: %s
-agent: {demo: {delay_ms: 2}}
-mcp: {serve: true, serve_send: true}
+%smcp: {serve: true, serve_send: true}
 cluster:
   node: %s
   nats:
@@ -81,7 +84,7 @@ cluster:
       listen: "127.0.0.1:%d"
       cluster_listen: "127.0.0.1:%d"
       routes: [%s]
-%s`, n.dir, n.name, ports[i], ports[3+i], strings.Join(routes, ", "), extra)
+%s`, n.dir, agent, n.name, ports[i], ports[3+i], strings.Join(routes, ", "), extra)
 		if err := os.WriteFile(n.cfg, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
