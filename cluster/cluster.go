@@ -137,6 +137,7 @@ type Node struct {
 	stream   jetstream.Stream
 	kv       jetstream.KeyValue
 	files    jetstream.ObjectStore
+	state    jetstream.KeyValue
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
 
@@ -318,6 +319,7 @@ func (n *Node) bind(ctx context.Context) error {
 		{"log stream " + LogStream, n.bindStream},
 		{"lease bucket " + LeaseBucket, n.bindLease},
 		{"object store " + FilesBucket, n.bindFiles},
+		{"state bucket " + StateBucket, n.bindState},
 	}
 	for _, s := range steps {
 		var last error
