@@ -79,6 +79,12 @@ type Options struct {
 	Changed func()
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
+	// Replicate, if set, is given the bytes of schedules.json after each
+	// write of it, on Run's goroutine, before anything that write records
+	// happens (a firing is submitted only once it is replicated). An error
+	// fails the change as a failed write would (cluster: the copy a new
+	// holder reads after a failover).
+	Replicate func(b []byte) error
 	// RetryAfter is the wait before a firing the session refused (full
 	// queue, storage fault) or a failed write of schedules.json is tried
 	// again. Default 30 s.
@@ -113,7 +119,8 @@ type Scheduler struct {
 	cmds chan any
 	done chan struct{}
 	runs sync.WaitGroup // firings under way
-	// damage is what Open found wrong with schedules.json, opened when;
+	// damage is what Open found wrong with schedules.json, opened when
+	// (opened is moved by Reload, which runs before Run);
 	// set before Open returns and never changed, so any goroutine may
 	// read them.
 	damage *Damage
@@ -166,6 +173,27 @@ func Open(sess Session, opts Options) (*Scheduler, error) {
 		s.all[sc.ID] = sc
 	}
 	return s, nil
+}
+
+// Reload reads schedules.json again, for a cluster node that has just
+// been given the schedules of the holder before it (the file was
+// replaced while this Scheduler was not running). Call it only before
+// Run. Damage found now is logged and the file kept aside as at Open;
+// Damage still reports what Open found.
+func (s *Scheduler) Reload() error {
+	list, damage, err := load(s.path, s.opts.Clock.Now())
+	if err != nil {
+		return err
+	}
+	if damage != nil {
+		s.log.Error(damage.Message(), "kept_as", damage.File, "dropped", len(damage.Dropped), "loaded", damage.Loaded)
+	}
+	s.all = make(map[string]*Schedule, len(list))
+	for _, sc := range list {
+		s.all[sc.ID] = sc
+	}
+	s.opened = s.opts.Clock.Now()
+	return nil
 }
 
 // Damage reports what a damaged schedules.json cost at start (nil: the
@@ -453,12 +481,18 @@ func (s *Scheduler) step(name, key string) bool {
 // save writes every schedule to disk, then tells Options.Changed. A
 // failure is an *Error.
 func (s *Scheduler) save() error {
-	if err := save(s.path, s.all); err != nil {
+	b, err := saveBytes(s.path, s.all)
+	if err != nil {
 		code := "storage_error"
 		if errors.Is(err, syscall.ENOSPC) {
 			code = "storage_full"
 		}
 		return &Error{Code: code, Message: "could not write schedules.json: " + err.Error()}
+	}
+	if s.opts.Replicate != nil {
+		if err := s.opts.Replicate(b); err != nil {
+			return &Error{Code: "storage_error", Message: "could not replicate schedules.json to the cluster: " + err.Error()}
+		}
 	}
 	if s.opts.Changed != nil {
 		s.opts.Changed()
