@@ -91,12 +91,22 @@ type leadTasks struct {
 }
 
 func (lt *leadTasks) start(ctx context.Context, a *app, logger *slog.Logger) {
+	// A new holder starts from the schedules and the email spool the
+	// last one replicated.
+	if err := a.state.takeOver(ctx, a, logger); err != nil {
+		if ctx.Err() == nil {
+			logger.Error("cluster: could not take over the schedules and the email spool; letting the lease go", "err", err)
+			a.runner.LoseLease()
+		}
+		return
+	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	if a.mail != nil {
 		lt.mail = startTask(ctx, logger, "email channel", a.mail.Run)
 	}
 	lt.sched = startTask(ctx, logger, "scheduler", a.sched.Run)
+	a.state.lead(ctx, a, logger)
 }
 
 func (lt *leadTasks) get() (mail, sched *task) {

@@ -54,6 +54,16 @@ func (c *Channel) replicated() {
 	}
 }
 
+// SnapshotSpool returns the snapshot of the spool in dataDir/email, as
+// Options.Replicate gets it; nil when there is no spool yet.
+func SnapshotSpool(dataDir string) ([]byte, error) {
+	dir := filepath.Join(dataDir, "email")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return snapshotSpool(dir)
+}
+
 // snapshotSpool reads the spool in dir. The receiver, the worker and the
 // sender change it meanwhile: inbox/ is read before outbox/ (a reply is
 // written before its mail is removed, so no mail is missed between
