@@ -71,7 +71,7 @@ func (st *stores) lastSeq() int64 {
 // clusterHub is the hub's log and link on a cluster node; the runner is
 // set by the time the hub runs.
 func clusterHub(n *cluster.Node, a *app) (hub.Log, hub.Cluster) {
-	return clusterhub.Log{Node: n, Fenced: func() { a.runner.LoseLease() }}, clusterhub.Link{Node: n}
+	return clusterhub.Log{Node: n, Fenced: func() { a.runner.Fenced() }}, clusterhub.Link{Node: n}
 }
 
 // clusterStatusFunc reports this node's view of the cluster to the web

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,8 +51,28 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	exited chan error
+	addr   chan string
+}
+
+// syncBuffer is a bytes.Buffer the process's stderr copier and the test
+// may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // startBinary runs the binary with args in dir and waits for its address.
@@ -68,6 +89,15 @@ func startBinaryWithStdin(t *testing.T, dir string, r io.Reader, args ...string)
 
 func launch(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) *proc {
 	t.Helper()
+	p := spawn(t, dir, env, stdin, args...)
+	p.await(t, 10*time.Second)
+	return p
+}
+
+// spawn starts the binary without waiting for it to listen (await does):
+// cluster nodes wait for each other before they listen.
+func spawn(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
@@ -76,18 +106,17 @@ func launch(t *testing.T, dir string, env []string, stdin io.Reader, args ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
+	p := &proc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1), addr: make(chan string, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		re := regexp.MustCompile(`listening on (http://\S+)`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+				p.addr <- m[1]
 			}
 		}
 		io.Copy(io.Discard, stdout)
@@ -98,14 +127,20 @@ func launch(t *testing.T, dir string, env []string, stdin io.Reader, args ...str
 		<-p.exited
 		p.exited <- nil
 	})
-	select {
-	case p.url = <-addr:
-	case err := <-p.exited:
-		t.Fatalf("frontdesk exited before listening: %v\n%s", err, p.stderr)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("frontdesk did not start within 10s\n%s", p.stderr)
-	}
 	return p
+}
+
+// await waits until p listens, failing the test after wait.
+func (p *proc) await(t *testing.T, wait time.Duration) {
+	t.Helper()
+	select {
+	case p.url = <-p.addr:
+	case err := <-p.exited:
+		p.exited <- err
+		t.Fatalf("frontdesk exited before listening: %v\n%s", err, p.stderr)
+	case <-time.After(wait):
+		t.Fatalf("frontdesk did not start within %v\n%s", wait, p.stderr)
+	}
 }
 
 func (p *proc) stop(t *testing.T, sig syscall.Signal) (time.Duration, error) {

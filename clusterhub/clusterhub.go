@@ -21,12 +21,6 @@ import (
 	"github.com/frontdesk-hq/frontdesk/hub"
 )
 
-// ErrLostLease ends Run on a node that held the lease and lost it (it
-// could not renew in time, or another node appended first): whatever it
-// was doing is no longer the session's, so the process stops and its
-// supervisor starts it again as a follower.
-var ErrLostLease = errors.New("this node lost the cluster lease it held; restarting as a follower is the safe way on")
-
 // appendWait bounds one append to the stream: the stream answers in well
 // under a millisecond when a quorum is up; longer means it is not.
 const appendWait = 3 * time.Second
@@ -101,14 +95,14 @@ type State struct {
 
 // Runner runs a hub on a cluster node.
 type Runner struct {
-	o       Options
-	copied  atomic.Int64 // the last seq this node's chat log holds
-	mu      sync.Mutex
-	role    cluster.Role
-	holder  string
-	led     bool // this node has led (and so must not follow again)
-	lost    chan struct{}
-	lostOne sync.Once
+	o      Options
+	copied atomic.Int64 // the last seq this node's chat log holds
+	mu     sync.Mutex
+	role   cluster.Role
+	holder string
+	// roles carries role changes (the latest wins) and fenced appends
+	// (as a Follower) to Run.
+	roles chan cluster.Role
 }
 
 // New makes a Runner; Run starts it.
@@ -116,7 +110,7 @@ func New(o Options) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	r := &Runner{o: o, lost: make(chan struct{})}
+	r := &Runner{o: o, roles: make(chan cluster.Role, 1)}
 	r.copied.Store(o.After)
 	return r
 }
@@ -128,14 +122,29 @@ func (r *Runner) State() State {
 	return State{Node: r.o.Node.Name(), Leader: r.holder, Role: r.role.String(), Nodes: r.o.Node.Nodes()}
 }
 
-// LoseLease ends Run with ErrLostLease (an append was fenced).
-func (r *Runner) LoseLease() { r.lostOne.Do(func() { close(r.lost) }) }
+// Fenced tells Run that an append was refused because another node
+// appended first: whatever the lease says, this node no longer leads.
+func (r *Runner) Fenced() { r.signal(cluster.Follower) }
+
+func (r *Runner) signal(role cluster.Role) {
+	for {
+		select {
+		case r.roles <- role:
+			return
+		default:
+		}
+		select {
+		case <-r.roles: // replaced by the newer one
+		default:
+		}
+	}
+}
 
 // Run copies the stream into the chat log and hands each event to the hub,
-// shares live frames, and takes part in the lease election; when this
-// node wins, it makes the hub the holder and starts Lead. It returns nil
-// when ctx ends, ErrLostLease when a lease it held was lost, or the
-// error that stopped the copy.
+// shares live frames, and takes part in the lease election: when this
+// node wins, its hub leads and the holder's work starts; when it loses
+// the lease (or an append is fenced), the work stops and the hub follows
+// again. It returns nil when ctx ends, or the error that stopped the copy.
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -147,10 +156,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	copyErr := make(chan error, 1)
 	wg.Add(2)
 	go func() { defer wg.Done(); copyErr <- r.copyLog(ctx) }()
-	won := make(chan struct{}, 1)
 	go func() {
 		defer wg.Done()
-		r.o.Node.Campaign(ctx, func(role cluster.Role, holder string) { r.changed(role, holder, won) })
+		r.o.Node.Campaign(ctx, r.changed)
+	}()
+	var stopLead context.CancelFunc // set while this node leads
+	defer func() {
+		if stopLead != nil {
+			stopLead()
+		}
 	}()
 	for {
 		select {
@@ -161,32 +175,37 @@ func (r *Runner) Run(ctx context.Context) error {
 				return nil
 			}
 			return fmt.Errorf("copy the cluster log into this node's chat log: %w", err)
-		case <-r.lost:
-			return ErrLostLease
-		case <-won:
-			if err := r.lead(ctx, &wg); err != nil {
-				if ctx.Err() != nil {
-					return nil
+		case role := <-r.roles:
+			switch {
+			case role == cluster.Leader && stopLead == nil:
+				lctx, stop := context.WithCancel(ctx)
+				if err := r.lead(lctx, &wg); err != nil {
+					stop()
+					if ctx.Err() != nil {
+						return nil
+					}
+					r.o.Logger.Error("cluster: could not take over", "err", err)
+					continue
 				}
-				return err
+				stopLead = stop
+			case role != cluster.Leader && stopLead != nil:
+				stopLead()
+				stopLead = nil
+				if err := r.follow(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
 }
 
-// changed records a role change; winning signals won once.
-func (r *Runner) changed(role cluster.Role, holder string, won chan<- struct{}) {
+// changed records a role change and passes it to Run.
+func (r *Runner) changed(role cluster.Role, holder string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.role, r.holder = role, holder
+	r.mu.Unlock()
 	r.o.Logger.Info("cluster role", "role", role.String(), "leader", holder)
-	switch {
-	case role == cluster.Leader && !r.led:
-		r.led = true
-		won <- struct{}{}
-	case role != cluster.Leader && r.led:
-		r.LoseLease()
-	}
+	r.signal(role)
 }
 
 // copyLog copies the stream into the chat log from the seq it holds and
@@ -214,22 +233,21 @@ func (r *Runner) copyLog(ctx context.Context) error {
 
 // lead makes this node the holder: once its chat log holds everything the
 // stream held when it won, the hub takes over from it, the forwarded
-// commands are served and the holder's work starts.
+// commands are served and the holder's work starts, all until ctx ends.
 func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
 	last, err := r.o.Node.LastSeq(ctx)
 	for err != nil {
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
-		time.Sleep(100 * time.Millisecond)
 		last, err = r.o.Node.LastSeq(ctx)
 	}
 	for r.copied.Load() < last {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-r.lost:
-			return ErrLostLease
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -254,6 +272,19 @@ func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
 	if r.o.Lead != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.o.Lead(ctx) }()
+	}
+	return nil
+}
+
+// follow makes the hub, which led, follow the log again from this node's
+// copy of it.
+func (r *Runner) follow(ctx context.Context) error {
+	tail, err := r.o.Tail()
+	if err != nil {
+		return fmt.Errorf("read the chat log to follow: %w", err)
+	}
+	if err := r.o.Hub.Follow(ctx, tail); err != nil && ctx.Err() == nil {
+		return err
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ type (
 		turn string
 		done chan<- TurnOutcome
 	}
+	followCmd struct {
+		tail []event.Event
+		done chan struct{}
+	}
 )
 
 // liveFrame is a frame the holder shares that is not in the log: After is
@@ -118,6 +122,20 @@ func (m *SessionManager) Lead(ctx context.Context, tail []event.Event) error {
 	return err
 }
 
+// Follow makes a hub that led a follower again: this node lost the lease
+// (it could not renew it in time, or another node appended first). The
+// running turn is cancelled without a word to the log — it is no longer
+// this node's to write; the new holder closes it as interrupted — and the
+// session is rebuilt from tail, this node's copy of the log, which the
+// log's later events then continue. Inputs waiting here stay in the log
+// for the new holder to run; doors waiting for an outcome keep waiting
+// for it from the log.
+func (m *SessionManager) Follow(ctx context.Context, tail []event.Event) error {
+	done := make(chan struct{})
+	_, err := call(ctx, m, followCmd{tail: tail, done: done}, done)
+	return err
+}
+
 // handleCluster runs a cluster command; false if c is not one.
 func (m *SessionManager) handleCluster(ctx context.Context, c any) bool {
 	switch c := c.(type) {
@@ -131,6 +149,9 @@ func (m *SessionManager) handleCluster(ctx context.Context, c any) bool {
 		close(c.done)
 	case awaitCmd:
 		m.awaitRemote(c.turn, c.done)
+	case followCmd:
+		m.demote(c.tail)
+		close(c.done)
 	default:
 		return false
 	}
@@ -257,15 +278,45 @@ func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
 	if m.leading.Load() {
 		return
 	}
-	m.buf, m.volatile, m.bufFirst, m.seq, m.lastReset = nil, 0, 1, 0, 0
-	m.ring = history.NewRing(m.cfg.RetainExchanges)
-	m.accepted, m.ids, m.early, m.remote = map[string]*Frame{}, nil, nil, ""
 	m.leading.Store(true)
 	m.failover = true
-	m.restore(tail)
+	m.rebuild(tail)
 	m.startPending(ctx)
 	m.watch.Touch()
 	m.cfg.Logger.Info("this node runs the assistant now", "last_seq", m.seq)
+}
+
+// demote drops what only the holder has — the running turn, approvals,
+// the waiting line, owed events — and rebuilds the session from tail as a
+// follower.
+func (m *SessionManager) demote(tail []event.Event) {
+	if !m.leading.Load() {
+		return
+	}
+	m.leading.Store(false)
+	if m.turn != nil {
+		m.turn.cancel() // its late output is ignored: no turn runs here now
+		m.turn = nil
+	}
+	for id, a := range m.approvals {
+		a.timer.Stop()
+		a.reply <- event.ApprovalResultData{ID: id, Decision: event.Deny, By: ByFailover}
+		delete(m.approvals, id)
+	}
+	m.pending, m.patient, m.owed = nil, nil, nil
+	clear(m.faults) // the holder's writes: a follower writes nothing
+	m.gaugeWaiting()
+	m.rebuild(tail)
+	m.cfg.Logger.Warn("this node lost the lease: it follows the log again", "last_seq", m.seq)
+}
+
+// rebuild replaces the session's state with what tail (this node's copy
+// of the log) says, as at a start; subscribers stay.
+func (m *SessionManager) rebuild(tail []event.Event) {
+	m.buf, m.volatile, m.bufFirst, m.seq, m.lastReset = nil, 0, 1, 0, 0
+	m.ring = history.NewRing(m.cfg.RetainExchanges)
+	m.accepted, m.ids, m.early, m.remote = map[string]*Frame{}, nil, nil, ""
+	m.restore(tail)
 }
 
 // awaitRemote registers done for a forwarded input's turn on a follower:

@@ -251,3 +251,56 @@ func seqsOfEvents(evs []event.Event) string {
 	}
 	return seqsOf(frames)
 }
+
+// A holder that loses the lease follows again: its turn is no longer its
+// to end (the new holder closes it), and its doors forward from then on.
+func TestHolderThatLosesTheLeaseFollows(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, _ := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	subA, _ := subscribe(t, a, 0)
+	done := make(chan TurnOutcome, 1)
+	r, err := a.Submit(ctxT(t), Input{Channel: event.ChannelWebhook, Content: "cut", Done: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, subA, event.Delta)
+
+	if err := a.Follow(ctxT(t), s.all()); err != nil {
+		t.Fatal(err)
+	}
+	if a.Leading() {
+		t.Fatal("a still leads")
+	}
+	if info, _ := a.Info(ctxT(t)); !info.Busy || info.Turn != r.Turn {
+		t.Fatalf("a after losing the lease: %+v, want the cut turn still running (for the log to close)", info)
+	}
+	c.lead(t, b, s)
+	got := until(t, subA, event.TurnEnd)
+	if d := data[event.TurnEndData](t, got[len(got)-1]); d.Status != event.StatusInterrupted {
+		t.Fatalf("a saw %+v", d)
+	}
+	if o := <-done; o.Status != event.StatusInterrupted {
+		t.Fatalf("the door waiting on a got %+v", o)
+	}
+	// a forwards now: b runs the next input.
+	r2, err := a.Submit(ctxT(t), Input{Channel: event.ChannelWeb, Content: "next"})
+	if err != nil || r2.Outcome != Started {
+		t.Fatalf("forwarded: %+v %v", r2, err)
+	}
+	if info, _ := b.Info(ctxT(t)); info.Turn != r2.Turn {
+		t.Fatalf("b runs %q, want %q", info.Turn, r2.Turn)
+	}
+	g.Release <- struct{}{}
+	until(t, subA, event.TurnEnd)
+	ends := 0
+	for _, e := range s.all() {
+		if e.Type == event.TurnEnd {
+			ends++
+		}
+	}
+	if ends != 2 {
+		t.Fatalf("%d turn_ends in the log, want 2: %s", ends, seqsOfEvents(s.all()))
+	}
+}
