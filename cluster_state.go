@@ -29,7 +29,7 @@ type clusterState struct {
 }
 
 func newClusterState(cfg config.Config, n *cluster.Node, a *app) *clusterState {
-	fenced := func() { a.runner.LoseLease() }
+	fenced := func() { a.runner.Fenced() }
 	return &clusterState{dataDir: cfg.DataDir, node: n,
 		sched: &clusterhub.Replica{Node: n, Key: clusterhub.KeySchedules, Fenced: fenced},
 		mail:  &clusterhub.Replica{Node: n, Key: clusterhub.KeyEmail, Fenced: fenced}}
@@ -88,6 +88,7 @@ func (cs *clusterState) lead(ctx context.Context, a *app, logger *slog.Logger) {
 		return
 	}
 	cs.leading.Store(true)
+	context.AfterFunc(ctx, func() { cs.leading.Store(false) })
 	clusterhub.ServeSchedules(ctx, cs.node, a.sched, logger)
 }
 

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -108,5 +109,46 @@ func TestReplicateBeforeSubmit(t *testing.T) {
 	}
 	if bytes.Contains(rep.get(), []byte(sc.ID)) {
 		t.Fatalf("the settled one-shot is still in the replica:\n%s", rep.get())
+	}
+}
+
+// TestRunAgainAfterReload: a cluster node that stops leading and leads
+// again runs the same Scheduler again: between runs calls are refused as
+// stopped, and after Reload the next Run serves what the file holds.
+func TestRunAgainAfterReload(t *testing.T) {
+	dir := t.TempDir()
+	clock := fakeclock.New(time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC))
+	s, err := Open(nil, Options{DataDir: dir, Clock: clock, TZ: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		ended := make(chan error, 1)
+		go func() { ended <- s.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-ended; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop := run()
+	sc, err := s.Create(ctxT(t), Spec{Content: "later", InSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if _, err := s.List(ctxT(t)); !errors.Is(err, ErrStopped) {
+		t.Fatalf("List between runs: %v, want ErrStopped", err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	stop = run()
+	defer stop()
+	list, err := s.List(ctxT(t))
+	if err != nil || len(list) != 1 || list[0].ID != sc.ID {
+		t.Fatalf("List after the second Run: %+v, %v", list, err)
 	}
 }

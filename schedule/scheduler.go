@@ -117,8 +117,11 @@ type Scheduler struct {
 	path string
 	log  *slog.Logger
 	cmds chan any
-	done chan struct{}
-	runs sync.WaitGroup // firings under way
+	// done is closed when Run returns; Reload makes a new one for the
+	// next Run (a cluster node that leads again).
+	doneMu sync.Mutex
+	done   chan struct{}
+	runs   sync.WaitGroup // firings under way
 	// damage is what Open found wrong with schedules.json, opened when
 	// (opened is moved by Reload, which runs before Run);
 	// set before Open returns and never changed, so any goroutine may
@@ -177,8 +180,8 @@ func Open(sess Session, opts Options) (*Scheduler, error) {
 
 // Reload reads schedules.json again, for a cluster node that has just
 // been given the schedules of the holder before it (the file was
-// replaced while this Scheduler was not running). Call it only before
-// Run. Damage found now is logged and the file kept aside as at Open;
+// replaced while this Scheduler was not running). Call it only while Run
+// is not running. Damage found now is logged and the file kept aside as at Open;
 // Damage still reports what Open found.
 func (s *Scheduler) Reload() error {
 	list, damage, err := load(s.path, s.opts.Clock.Now())
@@ -192,6 +195,14 @@ func (s *Scheduler) Reload() error {
 	for _, sc := range list {
 		s.all[sc.ID] = sc
 	}
+	s.retry, s.hold = map[string]time.Time{}, time.Time{}
+	s.doneMu.Lock()
+	select {
+	case <-s.done:
+		s.done = make(chan struct{}) // for the next Run
+	default:
+	}
+	s.doneMu.Unlock()
 	s.opened = s.opts.Clock.Now()
 	return nil
 }
@@ -224,10 +235,14 @@ type (
 	}
 )
 
-// Run fires schedules until ctx ends; call it once. Firings under way
+// Run fires schedules until ctx ends; call it once, or again only after
+// Reload (a cluster node runs it each time it leads). Firings under way
 // when ctx ends stay recorded and are offered again at the next start.
 func (s *Scheduler) Run(ctx context.Context) error {
-	defer close(s.done)
+	s.doneMu.Lock()
+	done := s.done
+	s.doneMu.Unlock()
+	defer close(done)
 	defer s.runs.Wait()
 	s.start(ctx)
 	timer := s.opts.Clock.NewTimer(time.Hour)
@@ -625,11 +640,14 @@ func shorten(s string, n int) string {
 // call sends c and waits for the answer on reply.
 func call[T any](ctx context.Context, s *Scheduler, c any, reply chan T) (T, error) {
 	var zero T
+	s.doneMu.Lock()
+	done := s.done
+	s.doneMu.Unlock()
 	select {
 	case s.cmds <- c:
 	case <-ctx.Done():
 		return zero, ctx.Err()
-	case <-s.done:
+	case <-done:
 		return zero, ErrStopped
 	}
 	select {
@@ -637,7 +655,7 @@ func call[T any](ctx context.Context, s *Scheduler, c any, reply chan T) (T, err
 		return r, nil
 	case <-ctx.Done():
 		return zero, ctx.Err()
-	case <-s.done:
+	case <-done:
 		return zero, ErrStopped
 	}
 }
