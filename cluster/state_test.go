@@ -16,6 +16,11 @@ func TestStateBucket(t *testing.T) {
 	nodes := startCluster(t, 3, 1500*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// Just created, the bucket may not answer reads for a moment.
+	waitFor(t, 10*time.Second, "a read of the new bucket", func() bool {
+		_, _, err := nodes[1].GetState(ctx, "schedules")
+		return err == nil
+	})
 	if v, rev, err := nodes[1].GetState(ctx, "schedules"); err != nil || v != nil || rev != 0 {
 		t.Fatalf("missing key: %q rev %d err %v, want nothing", v, rev, err)
 	}

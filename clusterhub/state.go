@@ -61,15 +61,26 @@ func (r *Replica) Put(b []byte) error {
 	if !r.pulled {
 		return fmt.Errorf("cluster state %s: not taken over yet (this node does not hold the lease)", r.Key)
 	}
-	rev, err := r.Node.PutState(ctx, r.Key, b, r.rev)
-	if err != nil {
-		if errors.Is(err, cluster.ErrFenced) && r.Fenced != nil {
-			r.Fenced()
+	for {
+		rev, err := r.Node.PutState(ctx, r.Key, b, r.rev)
+		switch {
+		case err == nil:
+			r.rev = rev
+			return nil
+		case errors.Is(err, cluster.ErrFenced):
+			if r.Fenced != nil {
+				r.Fenced()
+			}
+			return err
 		}
-		return err
+		// The bucket elects a leader (its last one died): try again
+		// while the time lasts.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	r.rev = rev
-	return nil
 }
 
 // Held is a holder's file and its replica.
