@@ -260,7 +260,10 @@ func waitCount(t *testing.T, n *fdNode, match func(event.UserData) bool, want in
 		}
 		if time.Now().After(deadline) {
 			for _, e := range n.chatEvents(t) {
-				t.Logf("%s: %d %s %s", n.name, e.Seq, e.Type, e.Data)
+				t.Logf("%s: %d %s %.120s", n.name, e.Seq, e.Type, e.Data)
+			}
+			if n.p != nil {
+				t.Logf("%s stderr:\n%s", n.name, n.p.stderr)
 			}
 			t.Fatalf("%s: %d matching inputs after 30s, want %d", n.name, c, want)
 		}
