@@ -29,6 +29,9 @@ func clusterConfig(cfg config.Config, getenv func(string) string) cluster.Config
 	if c.NATS.CredsEnv != "" {
 		cc.CredsFile = getenv(c.NATS.CredsEnv)
 	}
+	if c.NATS.Embedded.SecretEnv != "" {
+		cc.Embedded.Secret = getenv(c.NATS.Embedded.SecretEnv)
+	}
 	return cc
 }
 
@@ -36,6 +39,9 @@ func clusterConfig(cfg config.Config, getenv func(string) string) cluster.Config
 // up, the log stream bound, this data directory checked against it and
 // given the cluster's session id.
 func startCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {
+	if e := cfg.Cluster.NATS.Embedded.SecretEnv; e != "" && cfg.Cluster.NATS.URL == "" && getenv(e) == "" {
+		return nil, fmt.Errorf("cluster.nats.embedded.secret_env: the environment variable %s is empty or unset", e)
+	}
 	n, err := cluster.Start(ctx, clusterConfig(cfg, getenv), logger)
 	if err != nil {
 		return nil, err
@@ -139,8 +145,9 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 			tail, _, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
 			return tail, err
 		},
-		Indexed: st.search.Notify,
-		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
-		Logger:  logger,
+		TailEvents: cfg.Session.BufferEvents,
+		Indexed:    st.search.Notify,
+		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Logger:     logger,
 	})
 }

@@ -316,7 +316,7 @@ func TestConsoleMends(t *testing.T) {
 	tm.waitFor(`real model\.`, 1)
 	tm.waitPrompt("")
 	tm.typeText("/reset\r")
-	scr := tm.waitFor(`\[log\] memory consolidated \(heading=".*" fallback=true\)`, 1)
+	scr := tm.waitFor(`\[log\] memory consolidated \(id=\S+ heading=".*" fallback=true\)`, 1)
 	tm.waitPrompt("") // the whole bottom line: the prompt starts at column 1
 	if strings.Contains(scr, "level=") || strings.Contains(scr, "summarizer_err") {
 		t.Fatalf("a raw log line reached the console:\n%s", scr)

@@ -108,6 +108,16 @@ func spawn(t *testing.T, dir string, env []string, stdin io.Reader, args ...stri
 	}
 	p := &proc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1), addr: make(chan string, 1)}
 	cmd.Stderr = p.stderr
+	if d := os.Getenv("FRONTDESK_TEST_LOGDIR"); d != "" {
+		// Keep every process's log for a look after the test.
+		f, err := os.CreateTemp(d, strings.ReplaceAll(t.Name(), "/", "_")+"-*.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		fmt.Fprintf(f, "%s\n", strings.Join(args, " "))
+		cmd.Stderr = io.MultiWriter(p.stderr, f)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -162,15 +162,13 @@ func (o *offlineHistory) catchUp(ctx context.Context) error {
 		}
 		last = evs[len(evs)-1].Seq
 	}
-	// memory.Open would create a missing directory: only read one that is there.
-	if _, err := os.Stat(o.cfg.Memory.Dir); err != nil {
-		return nil
-	}
-	store, err := memory.Open(o.cfg.Memory.Dir)
+	// The memory items as the server last saved them (read only: the
+	// server catches them up with the log as it starts).
+	items, err := memory.OpenItems(o.cfg.Memory.Dir)
 	if err != nil {
 		return nil
 	}
-	docs, err := memoryDocs(store)()
+	docs, err := memoryDocs(items)()
 	if err != nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/embed"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/memory"
@@ -18,27 +19,39 @@ func indexPath(cfg config.Config) string {
 
 // openIndex opens the search index and its Follower, which catches up
 // from the chat log (logSeq is the log's newest seq) once Run starts.
-func openIndex(cfg config.Config, logSeq int64, mem *memory.Store, logger *slog.Logger) (*index.Follower, error) {
-	return index.NewFollower(index.FollowerOptions{
+// With search.embeddings.base_url set it also embeds for search by
+// meaning (README "Search and recall").
+func openIndex(cfg config.Config, logSeq int64, items *memory.Items, getenv func(string) string, logger *slog.Logger) (*index.Follower, error) {
+	opts := index.FollowerOptions{
 		Path:   indexPath(cfg),
 		Log:    history.NewReader(cfg.Session.ChatLogPath).Since,
-		Memory: memoryDocs(mem),
+		Memory: memoryDocs(items),
 		LogSeq: logSeq,
 		Logger: logger,
-	})
-}
-
-// memoryDocs reads long-term memory as index documents, one a section.
-func memoryDocs(mem *memory.Store) index.MemorySource {
-	return func() ([]index.Doc, error) {
-		text, err := mem.LongTerm()
+	}
+	if e := cfg.Search.Embeddings; e.BaseURL != "" {
+		key := ""
+		if e.APIKeyEnv != "" {
+			key = getenv(e.APIKeyEnv)
+		}
+		c, err := embed.New(embed.Options{BaseURL: e.BaseURL, Model: e.Model, APIKey: key, APIKeyEnv: e.APIKeyEnv, Batch: e.Batch})
 		if err != nil {
 			return nil, err
 		}
-		secs := memory.Sections(text)
-		docs := make([]index.Doc, len(secs))
-		for i, s := range secs {
-			docs[i] = index.Doc{TS: s.Time, Content: s.Text}
+		opts.Embedder = c
+		logger.Info("search by meaning on", "embeddings", e.BaseURL, "model", e.Model)
+	}
+	return index.NewFollower(opts)
+}
+
+// memoryDocs reads the long-term memory items as index documents, one an
+// item (memory.Doc: its id, then its text).
+func memoryDocs(items *memory.Items) index.MemorySource {
+	return func() ([]index.Doc, error) {
+		list := items.List()
+		docs := make([]index.Doc, len(list))
+		for i, it := range list {
+			docs[i] = index.Doc{TS: it.Updated, Content: memory.Doc(it)}
 		}
 		return docs, nil
 	}

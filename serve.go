@@ -48,7 +48,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if withConsole {
 		logs.Readable(color)
 	}
-	st, err := openStores(cfg, logger)
+	st, err := openStores(cfg, getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -142,13 +142,14 @@ type stores struct {
 	tail    []event.Event // the end of the chat log, for the hub to resume from
 	chatLog *history.Log
 	mem     *memory.Store
+	items   *memory.Items
 	search  *index.Follower
 	files   *attachments.Store
 }
 
 // openStores creates the data directory and opens the chat log (reading
 // its tail first), memory and the search index.
-func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
+func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logger) (*stores, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -170,6 +171,10 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
 	}
+	if st.items, err = memory.OpenItems(cfg.Memory.Dir); err != nil {
+		st.close()
+		return nil, err
+	}
 	if st.files, err = attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes); err != nil {
 		st.close()
 		return nil, err
@@ -178,7 +183,7 @@ func openStores(cfg config.Config, logger *slog.Logger) (*stores, error) {
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
 	}
-	if st.search, err = openIndex(cfg, logSeq, st.mem, logger); err != nil {
+	if st.search, err = openIndex(cfg, logSeq, st.items, getenv, logger); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -302,22 +307,24 @@ func (a *app) warnings() []string {
 // tools besides the history tools.
 func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, tools func() []agent.Tool, lg hub.Log, link hub.Cluster) *hub.SessionManager {
 	return hub.New(hub.Config{
-		DataDir:         cfg.DataDir,
-		BusyPolicy:      cfg.Session.BusyPolicy,
-		RetainExchanges: cfg.Session.RetainExchanges,
-		BufferEvents:    cfg.Session.BufferEvents,
-		ClientQueue:     cfg.Server.ClientQueue,
-		IdleTimeout:     time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
-		Logger:          logger,
-		Restore:         st.tail,
-		Memory:          st.mem,
-		History:         history.NewReader(cfg.Session.ChatLogPath),
-		Index:           st.search,
-		Tools:           tools,
-		ApprovalTimeout: time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
-		Attachments:     st.files,
-		MaxAttachments:  cfg.Attachments.MaxPerMessage,
-		Cluster:         link,
+		DataDir:             cfg.DataDir,
+		BusyPolicy:          cfg.Session.BusyPolicy,
+		RetainExchanges:     cfg.Session.RetainExchanges,
+		BufferEvents:        cfg.Session.BufferEvents,
+		ClientQueue:         cfg.Server.ClientQueue,
+		IdleTimeout:         time.Duration(cfg.Session.IdleTimeoutSec) * time.Second,
+		Logger:              logger,
+		Restore:             st.tail,
+		Memory:              st.mem,
+		Items:               st.items,
+		MemoryContextTokens: cfg.Memory.ContextTokens,
+		History:             history.NewReader(cfg.Session.ChatLogPath),
+		Index:               st.search,
+		Tools:               tools,
+		ApprovalTimeout:     time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
+		Attachments:         st.files,
+		MaxAttachments:      cfg.Attachments.MaxPerMessage,
+		Cluster:             link,
 	}, lg, ag)
 }
 

@@ -30,7 +30,9 @@ type Request struct {
 	// Attachments of this input; the bytes are in the attachment store
 	// (see the backend's config for how it reaches them).
 	Attachments []event.Attachment
-	// LongTermMemory is the consolidated memory, may be empty.
+	// LongTermMemory is long-term memory as text for the system prompt:
+	// the memory items that fit the budget, one "[id] text" line each
+	// (memory.context_tokens); may be empty.
 	LongTermMemory string
 	// Context is the recent conversation (the chat ring), oldest first:
 	// user and assistant events, not including this input.

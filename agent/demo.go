@@ -51,11 +51,21 @@ func (d *Demo) Run(ctx context.Context, req Request, emit Emitter) (Reply, error
 }
 
 // answer is the reply to req: a tool called on request ("use <tool>
-// {args}"), a search of the history, a reminder scheduled, a fired
-// schedule acknowledged, or the input reflected back.
+// {args}"), something to remember saved, an item forgotten, what it
+// remembers listed, a search of the history, a reminder scheduled, a
+// fired schedule acknowledged, or the input reflected back.
 func (d *Demo) answer(ctx context.Context, req Request, emit Emitter) (string, error) {
 	if u, ok := parseUse(req.Content); ok {
 		return d.use(ctx, req, u, emit)
+	}
+	if text, ok := rememberText(req.Content); ok {
+		return d.remember(ctx, req, text, emit)
+	}
+	if m := forgetPattern.FindStringSubmatch(req.Content); m != nil {
+		return d.forget(ctx, req, m[1], emit)
+	}
+	if rememberedPattern.MatchString(req.Content) {
+		return d.remembered(ctx, req, emit)
 	}
 	if topic, ok := recallTopic(req.Content); ok {
 		return d.recall(ctx, req, topic, emit)

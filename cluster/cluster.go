@@ -67,9 +67,11 @@ var (
 	// is not the one the caller expected — another node appended first
 	// (this one lost the lease, or never held it). Nothing was written.
 	ErrFenced = errors.New("cluster: log fenced: another node appended first")
-	// ErrNoLeader: no node holds the lease, or the holder did not answer in
-	// time.
+	// ErrNoLeader: no node holds the lease (nobody took the request).
 	ErrNoLeader = errors.New("cluster: no node holds the lease")
+	// ErrNoAnswer: the holder took a forwarded request and did not answer
+	// in time; it may have done it before it died.
+	ErrNoAnswer = errors.New("cluster: the lease holder did not answer in time")
 	// ErrNoFile: the object store has no file with that sha256.
 	ErrNoFile = errors.New("cluster: no such file")
 )
@@ -114,7 +116,15 @@ type Embedded struct {
 	// StoreDir is JetStream's directory. Required (main defaults it to
 	// <data_dir>/nats).
 	StoreDir string
+	// Secret, when set, is required of every route (user "frontdesk") and
+	// every client (as a token) of the embedded server; all nodes share
+	// it. At least 16 characters. Empty: no authentication, which is safe
+	// only while both addresses are loopback or on a private network.
+	Secret string
 }
+
+// routeUser is the route user name when Embedded.Secret is set.
+const routeUser = "frontdesk"
 
 func (c Config) withDefaults() Config {
 	if c.Replicas == 0 {
@@ -192,6 +202,9 @@ func (c Config) check() error {
 	if c.URL == "" && c.Embedded.StoreDir == "" {
 		return errors.New("cluster: embedded NATS needs a store directory")
 	}
+	if s := c.Embedded.Secret; s != "" && len(s) < 16 {
+		return fmt.Errorf("cluster: the embedded NATS secret is %d characters; use at least 16", len(s))
+	}
 	return nil
 }
 
@@ -224,6 +237,9 @@ func (n *Node) connect(ctx context.Context) error {
 	n.srv = srv
 	if !srv.ReadyForConnections(time.Until(deadline(ctx))) {
 		return fmt.Errorf("cluster: embedded NATS on %s did not start in time", n.cfg.Embedded.Listen)
+	}
+	if sec := n.cfg.Embedded.Secret; sec != "" {
+		opts = append(opts, nats.Token(sec))
 	}
 	nc, err := nats.Connect("", append(opts, nats.InProcessServer(srv))...)
 	if err != nil {
@@ -262,6 +278,9 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 	}
+	if e.Secret != "" {
+		opts.Authorization = e.Secret
+	}
 	if len(e.Routes) == 0 {
 		// One NATS node: no other copy, so every write is synced as with
 		// session.fsync: always.
@@ -272,10 +291,16 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 			return nil, fmt.Errorf("cluster: embedded cluster_listen: %w", err)
 		}
 		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: chost, Port: cport}
+		if e.Secret != "" {
+			opts.Cluster.Username, opts.Cluster.Password = routeUser, e.Secret
+		}
 		for _, r := range e.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Host == "" {
 				return nil, fmt.Errorf("cluster: route %q is not nats://host:port", r)
+			}
+			if e.Secret != "" {
+				u.User = url.UserPassword(routeUser, e.Secret)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}

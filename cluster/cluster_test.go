@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 )
@@ -49,6 +51,10 @@ func testStaleWriter(t *testing.T, nodes []*Node) {
 	}
 	if err := b.Append(ctx, ev(last+2, "from b")); err != nil {
 		t.Fatalf("b appends %d: %v", last+2, err)
+	}
+	// b retrying its own event is fine (stored once).
+	if err := b.Append(ctx, ev(last+2, "from b")); err != nil {
+		t.Fatalf("b appends its event %d again: %v", last+2, err)
 	}
 	// a still thinks last+1 was the last one.
 	err = a.Append(ctx, ev(last+2, "stale a"))
@@ -236,5 +242,40 @@ func echo(n *Node) func(context.Context, []byte) ([]byte, error) {
 			return nil, errors.New("handler failed")
 		}
 		return []byte(n.Name() + ":" + string(b)), nil
+	}
+}
+
+// With a secret, a client without it is refused by the embedded server,
+// and a node with another secret cannot join the cluster.
+func TestEmbeddedSecret(t *testing.T) {
+	cfgs := clusterConfigs(t, 3, 1500*time.Millisecond)
+	nodes := startNodes(t, cfgs)
+	url := nodes[0].ClientURL()
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Errorf("a client without the secret connected to %s", url)
+	}
+	nc, err := nats.Connect(url, nats.Token(testSecret))
+	if err != nil {
+		t.Fatalf("a client with the secret: %v", err)
+	}
+	nc.Close()
+
+	// A fourth node with the wrong secret, routed to the three.
+	bad := clusterConfigs(t, 1, time.Second)[0]
+	bad.Node = "intruder"
+	bad.Replicas = 3
+	bad.Embedded.Secret = "not-the-secret-0123456789"
+	for _, c := range cfgs {
+		bad.Embedded.Routes = append(bad.Embedded.Routes, "nats://"+c.Embedded.ClusterListen)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if n, err := Start(ctx, bad, testLogger); err == nil {
+		n.Close()
+		t.Fatal("a node with the wrong secret joined the cluster")
+	}
+	if got := nodes[0].Nodes(); len(got) > 3 {
+		t.Errorf("nodes after the intruder: %v", got)
 	}
 }

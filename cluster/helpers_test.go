@@ -55,11 +55,15 @@ func clusterConfigs(t testing.TB, size int, ttl time.Duration) []Config {
 				ClusterListen: fmt.Sprintf("127.0.0.1:%d", ports[i]),
 				Routes:        routes,
 				StoreDir:      t.TempDir(),
+				Secret:        testSecret,
 			},
 		}
 	}
 	return cfgs
 }
+
+// testSecret authenticates the test clusters' routes and clients.
+const testSecret = "test-secret-0123456789"
 
 // startNodes starts every config at once (binding needs a quorum) and
 // closes the nodes when the test ends.

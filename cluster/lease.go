@@ -67,11 +67,10 @@ func (n *Node) Campaign(ctx context.Context, fn func(role Role, holder string)) 
 	defer func() { <-done }()
 
 	every := n.cfg.LeaseTTL / 3
-	t := time.NewTicker(every)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	var rev uint64 // our lease entry's revision while we hold it
 	for {
-		rev = n.leaseTick(ctx, rev, every, fn)
 		select {
 		case <-ctx.Done():
 			if rev != 0 {
@@ -81,23 +80,31 @@ func (n *Node) Campaign(ctx context.Context, fn func(role Role, holder string)) 
 			return
 		case <-t.C:
 		}
+		var next time.Duration
+		rev, next = n.leaseTick(ctx, rev, every, fn)
+		t.Reset(next)
 	}
 }
 
 // leaseTick renews (rev != 0) or reads and tries to take the lease; it
-// returns the revision held after, 0 if none.
-func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, fn func(Role, string)) uint64 {
+// returns the revision held after (0 if none) and when to look again:
+// every/3 in general, but a follower looks again just after the holder's
+// entry would expire (by the server's timestamp; at least 50 ms on), so a
+// dead holder is replaced soon after its lease ends and not up to a
+// polling interval later. Clock skew only moves that look; the lease is
+// still taken only once the server has expired the entry.
+func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, fn func(Role, string)) (uint64, time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, every)
 	defer cancel()
 	me := []byte(n.cfg.Node)
 	if rev != 0 {
 		r, err := n.kv.Update(ctx, LeaseKey, me, rev)
 		if err == nil {
-			return r
+			return r, every
 		}
 		n.log.Warn("cluster: lease renewal failed", "err", err)
 		n.set(Electing, "", fn)
-		return 0
+		return 0, every
 	}
 	e, err := n.kv.Get(ctx, LeaseKey)
 	switch {
@@ -105,27 +112,31 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 		r, err := n.kv.Create(ctx, LeaseKey, me)
 		if err != nil {
 			n.set(Electing, "", fn)
-			return 0
+			return 0, minLook
 		}
 		n.set(Leader, n.cfg.Node, fn)
-		return r
+		return r, every
 	case err != nil:
 		n.set(Electing, "", fn)
-		return 0
+		return 0, every
 	case string(e.Value()) == n.cfg.Node:
 		// Ours from before a restart: take it back by CAS, or lose it.
 		r, err := n.kv.Update(ctx, LeaseKey, me, e.Revision())
 		if err != nil {
 			n.set(Electing, "", fn)
-			return 0
+			return 0, every
 		}
 		n.set(Leader, n.cfg.Node, fn)
-		return r
+		return r, every
 	default:
 		n.set(Follower, string(e.Value()), fn)
-		return 0
+		next := time.Until(e.Created().Add(n.cfg.LeaseTTL)) + minLook
+		return 0, min(max(next, minLook), every)
 	}
 }
+
+// minLook is the shortest wait between two looks at the lease.
+const minLook = 50 * time.Millisecond
 
 // release deletes the lease key if it is still ours.
 func (n *Node) release(rev uint64) {

@@ -168,12 +168,25 @@ func TestLeaseFailover(t *testing.T) {
 			rest = append(rest, n)
 		}
 	}
-	next := agreed(t, rest, 8*time.Second)
-	took := time.Since(killed)
+	var took time.Duration
+	var next *Node
+	waitFor(t, 8*time.Second, "a new holder", func() bool {
+		for _, n := range rest {
+			if r, _ := n.Role(); r == Leader {
+				took, next = time.Since(killed), n
+				return true
+			}
+		}
+		return false
+	})
 	if err := next.Append(ctx, ev(last+2, "after")); err != nil {
 		t.Fatalf("the new holder's first append: %v", err)
 	}
-	t.Logf("failover: lease %v, first append %v", took, time.Since(killed))
+	appended := time.Since(killed)
+	if got := agreed(t, rest, 8*time.Second); got != next {
+		t.Fatalf("the holder changed again: %s, then %s", next.Name(), got.Name())
+	}
+	t.Logf("failover: new holder %v, its first append %v, the others follow it %v", took, appended, time.Since(killed))
 	if took > 4*time.Second {
 		t.Errorf("failover took %v, want about the lease TTL (1.5 s)", took)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -20,6 +21,9 @@ import (
 const (
 	errCodeWrongLastSeq      = 10071
 	errCodeWrongLastSeqConst = 10164
+	// errCodeDupInProcess: a retry found the earlier try of the same
+	// message id still being replicated; its outcome is unknown.
+	errCodeDupInProcess = 10158
 )
 
 // Append appends e to the log stream as one message holding e's JSON, with
@@ -27,7 +31,11 @@ const (
 // stream's sequence of the new message is e.Seq. The ack is the stream's
 // (on a quorum of the replicas; on a single NATS node, synced to disk).
 //
-// Errors: ErrFenced when another node appended first (nothing written);
+// Appending the same event (same seq, same bytes) again from the same
+// process succeeds without storing it twice.
+//
+// Errors: ErrFenced when another event holds seq or the stream is not at
+// e.Seq-1 (nothing written);
 // after a timeout the same publish (same message id, same expectation) is
 // tried again for up to about a second, and if none answers the error
 // wraps history.ErrMaybeWritten: the event may be in the stream, and its
@@ -42,7 +50,7 @@ func (n *Node) Append(ctx context.Context, e event.Event) error {
 	if err != nil {
 		return fmt.Errorf("cluster: append: %w", err)
 	}
-	id := n.msgID(e.Seq)
+	id := n.msgID(e.Seq, b)
 	ctx, cancel := context.WithTimeout(ctx, appendDeadline)
 	defer cancel()
 	maybe := false
@@ -55,13 +63,14 @@ func (n *Node) Append(ctx context.Context, e event.Event) error {
 		case err == nil:
 			return fmt.Errorf("cluster: append seq %d: the stream stored it as %d", e.Seq, ack.Sequence)
 		case isWrongLastSeq(err):
-			if maybe && n.storedAs(e.Seq, id) {
-				// An earlier try got through (a single node checks the
-				// expectation before the duplicate window).
+			if n.storedAs(e.Seq, id) {
+				// This very event is already there: an earlier try got
+				// through (a single node checks the expectation before the
+				// duplicate window), or the caller appended it twice.
 				return nil
 			}
 			return fmt.Errorf("append seq %d: %w", e.Seq, ErrFenced)
-		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || apiCode(err) == errCodeDupInProcess:
 			maybe = true
 		case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse):
 			// No stream leader right now: nothing was written.
@@ -95,11 +104,14 @@ func (n *Node) publishOnce(ctx context.Context, b []byte, id string, seq int64) 
 }
 
 // msgID names an append for the stream's duplicate window: the same event
-// from the same process is stored once however often it is retried; an
-// event with that seq from another node or an earlier run of this one is
-// another message (and fenced by the expectation).
-func (n *Node) msgID(seq int64) string {
-	return strconv.FormatInt(seq, 10) + "." + n.cfg.Node + "." + n.epoch
+// (seq and bytes) from the same process is stored once however often it
+// is retried; another event with that seq — from another node, an earlier
+// run of this one, or with other content — gets another id, so the
+// expectation decides and it is fenced, never mistaken for a duplicate.
+func (n *Node) msgID(seq int64, b []byte) string {
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatInt(seq, 10) + "." + n.cfg.Node + "." + n.epoch + "." + strconv.FormatUint(h.Sum64(), 36)
 }
 
 // storedAs reports whether the stream holds the message with id at seq.
@@ -111,11 +123,17 @@ func (n *Node) storedAs(seq int64, id string) bool {
 }
 
 func isWrongLastSeq(err error) bool {
+	c := apiCode(err)
+	return c == errCodeWrongLastSeq || c == errCodeWrongLastSeqConst
+}
+
+// apiCode returns the JetStream error code in err, 0 if none.
+func apiCode(err error) jetstream.ErrorCode {
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
-		return false
+		return 0
 	}
-	return apiErr.ErrorCode == errCodeWrongLastSeq || apiErr.ErrorCode == errCodeWrongLastSeqConst
+	return apiErr.ErrorCode
 }
 
 // wait waits d or until ctx ends.

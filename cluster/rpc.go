@@ -79,8 +79,9 @@ func (n *Node) answer(ctx context.Context, m *nats.Msg, h func(context.Context, 
 
 // Request sends data to the lease holder's Serve handler for name and
 // returns its answer. It returns an error wrapping ErrNoLeader when nobody
-// serves name (no holder, or one that just lost the lease) or nobody
-// answers before ctx ends (5 s when ctx has no deadline), and a
+// serves name (no holder, or one that just lost the lease: nothing was
+// done), ErrNoAnswer when nobody answered before ctx ended (5 s when ctx
+// has no deadline: the holder may have done it and died), and a
 // *RemoteError when the handler failed.
 func (n *Node) Request(ctx context.Context, name string, data []byte) ([]byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
@@ -90,8 +91,11 @@ func (n *Node) Request(ctx context.Context, name string, data []byte) ([]byte, e
 	}
 	m, err := n.nc.RequestWithContext(ctx, RPCPrefix+name, data)
 	switch {
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+	case errors.Is(err, nats.ErrNoResponders):
 		return nil, fmt.Errorf("cluster: forward %s: %w", name, ErrNoLeader)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		// The holder may have done it and died before answering.
+		return nil, fmt.Errorf("cluster: forward %s: %w", name, ErrNoAnswer)
 	case err != nil:
 		return nil, fmt.Errorf("cluster: forward %s: %w", name, err)
 	}

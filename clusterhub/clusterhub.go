@@ -56,8 +56,11 @@ var _ hub.Cluster = Link{}
 // Forward sends a hub command to the lease holder.
 func (l Link) Forward(ctx context.Context, op string, req []byte) ([]byte, error) {
 	b, err := l.Node.Request(ctx, rpcName(op), req)
-	if errors.Is(err, cluster.ErrNoLeader) {
+	switch {
+	case errors.Is(err, cluster.ErrNoLeader):
 		return nil, hub.ErrNoLeader
+	case errors.Is(err, cluster.ErrNoAnswer):
+		return nil, hub.ErrNoAnswer
 	}
 	return b, err
 }
@@ -75,8 +78,10 @@ type Options struct {
 	// ChatLog is this node's copy of the stream; After its last seq.
 	ChatLog *history.Log
 	After   int64
-	// Tail reads the chat log's tail for Hub.Lead (history.ReadTail).
-	Tail func() ([]event.Event, error)
+	// Tail reads the chat log's tail for Hub.Lead (history.ReadTail), of
+	// at most TailEvents events (default 5000).
+	Tail       func() ([]event.Event, error)
+	TailEvents int
 	// Indexed, if set, is told each seq this node's chat log holds.
 	Indexed func(seq int64)
 	// Lead runs the holder's work besides the hub (the email poller, the
@@ -109,6 +114,9 @@ type Runner struct {
 func New(o Options) *Runner {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.TailEvents <= 0 {
+		o.TailEvents = 5000
 	}
 	r := &Runner{o: o, roles: make(chan cluster.Role, 1)}
 	r.copied.Store(o.After)
@@ -244,16 +252,29 @@ func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		last, err = r.o.Node.LastSeq(ctx)
 	}
-	for r.copied.Load() < last {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 	tail, err := r.o.Tail()
 	if err != nil {
 		return fmt.Errorf("read the chat log to lead: %w", err)
+	}
+	// What this node's copy lacks yet is read straight from the stream:
+	// the copy's consumer may have lived on the node that died, and
+	// making a new one waits for a meta leader (4-9 s if that died too).
+	have := int64(0)
+	if len(tail) > 0 {
+		have = tail[len(tail)-1].Seq
+	}
+	from := have + 1
+	if keep := int64(r.o.TailEvents); last-have > keep {
+		// Far behind (a new node that wins at once): the stream's own
+		// tail is all the hub needs; the copy catches up behind it.
+		tail, from = nil, last-keep+1
+	}
+	for seq := from; seq <= last; seq++ {
+		e, err := r.o.Node.Event(ctx, seq)
+		if err != nil {
+			return err
+		}
+		tail = append(tail, e)
 	}
 	for _, op := range hub.ForwardedOps {
 		wg.Add(1)

@@ -57,6 +57,11 @@ type ClusterEmbedded struct {
 	Routes []string `yaml:"routes"`
 	// StoreDir is JetStream's directory. Empty (default): <data_dir>/nats.
 	StoreDir string `yaml:"store_dir"`
+	// SecretEnv names the environment variable holding the secret every
+	// node's routes and clients must present (the same on all nodes, at
+	// least 16 characters). Empty (default): none, which is allowed only
+	// while listen and cluster_listen are loopback addresses.
+	SecretEnv string `yaml:"secret_env"`
 }
 
 func clusterDefaults() Cluster {
@@ -103,6 +108,14 @@ func (c *Config) validateCluster(bad badFunc) {
 	}
 	hostPort(bad, "cluster.nats.embedded.listen", n.Embedded.Listen)
 	hostPort(bad, "cluster.nats.embedded.cluster_listen", n.Embedded.ClusterListen)
+	if k.Node != "" && n.URL == "" && n.Embedded.SecretEnv == "" {
+		for _, a := range []struct{ key, addr string }{
+			{"listen", n.Embedded.Listen}, {"cluster_listen", n.Embedded.ClusterListen}} {
+			if host, _, err := net.SplitHostPort(a.addr); err == nil && !loopbackHost(host) {
+				bad("cluster.nats.embedded."+a.key, "%q is not a loopback address, so cluster.nats.embedded.secret_env must name a secret (the same on every node; make one with: openssl rand -hex 16)", a.addr)
+			}
+		}
+	}
 	for i, r := range n.Embedded.Routes {
 		p, err := url.Parse(r)
 		if err != nil || p.Scheme != "nats" || p.Port() == "" {

@@ -28,8 +28,11 @@ func TestClusterDecodeAndValidate(t *testing.T) {
 		name, yaml string
 		want       []string // substrings of the error; none: valid
 	}{
-		{"three nodes", "cluster:\n  node: a-1\n  nats:\n    embedded:\n      cluster_listen: 10.0.0.1:6222\n      routes: [nats://10.0.0.2:6222, nats://10.0.0.3:6222]\n", nil},
+		{"three nodes", "cluster:\n  node: a-1\n  nats:\n    embedded:\n      secret_env: FD_NATS_SECRET\n      cluster_listen: 10.0.0.1:6222\n      routes: [nats://10.0.0.2:6222, nats://10.0.0.3:6222]\n", nil},
 		{"existing cluster", "cluster:\n  node: a\n  nats:\n    url: nats://a:4222,tls://b:4222\n    token_env: NATS_TOKEN\n", nil},
+		{"open routes", "cluster:\n  node: a\n  nats:\n    embedded:\n      cluster_listen: 10.0.0.1:6222\n", []string{"cluster.nats.embedded.cluster_listen", "secret_env"}},
+		{"open routes, cluster off", "cluster:\n  nats:\n    embedded:\n      cluster_listen: 10.0.0.1:6222\n", nil},
+		{"open client port", "cluster:\n  node: a\n  nats:\n    embedded:\n      listen: 0.0.0.0:4222\n", []string{"cluster.nats.embedded.listen", "secret_env"}},
 		{"bad node", "cluster:\n  node: \"a b\"\n", []string{"cluster.node", "letters"}},
 		{"dotted node", "cluster:\n  node: a.b\n", []string{"cluster.node"}},
 		{"replicas", "cluster:\n  replicas: 7\n", []string{"cluster.replicas", "1 to 5"}},

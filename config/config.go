@@ -37,6 +37,7 @@ type Config struct {
 	Memory   Memory   `yaml:"memory"`
 	Channels Channels `yaml:"channels"`
 	MCP      MCP      `yaml:"mcp"`
+	Search   Search   `yaml:"search"`
 	Log      Log      `yaml:"log"`
 
 	// Attachments: see attachments.go.
@@ -231,8 +232,14 @@ type Command struct {
 
 // Memory configures the memory files.
 type Memory struct {
-	// Dir holds short_term.md and long_term.md. Default <data_dir>/memory.
+	// Dir holds short_term.md and items.json (the long-term memory
+	// items). Default <data_dir>/memory.
 	Dir string `yaml:"dir"`
+	// ContextTokens bounds the memory items put into each turn's context
+	// (about 4 bytes a token), newest and most used first; the rest are
+	// found with history_search type:memory. -1 puts all of them in.
+	// Default 2000.
+	ContextTokens int `yaml:"context_tokens"`
 }
 
 // Channels configures the doors into the session besides the web UI.
@@ -371,8 +378,10 @@ func Defaults() Config {
 				SMTP: SMTP{TLS: "starttls", PasswordEnv: "FRONTDESK_SMTP_PASSWORD"},
 			},
 		},
-		Log: Log{Format: "text", Level: "info"},
-		MCP: MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
+		Log:    Log{Format: "text", Level: "info"},
+		Memory: Memory{ContextTokens: 2000},
+		MCP:    MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
+		Search: defaultSearch(),
 
 		Attachments: defaultAttachments(),
 
@@ -546,6 +555,9 @@ func (c *Config) Validate() error {
 	if err := checkToken(c.Server.AuthToken); err != nil {
 		bad("server.auth_token", "%v", err)
 	}
+	if c.Memory.ContextTokens < 1 && c.Memory.ContextTokens != -1 {
+		bad("memory.context_tokens", "%d is not a budget: use a number of tokens from 1, or -1 for all items (default 2000)", c.Memory.ContextTokens)
+	}
 	if c.Server.MaxMessageBytes < 1024 {
 		bad("server.max_message_bytes", "%d is too small; use at least 1024 (default 65536)", c.Server.MaxMessageBytes)
 	}
@@ -587,6 +599,7 @@ func (c *Config) Validate() error {
 		bad("agent.demo.delay_ms", "must not be negative (default 30)")
 	}
 	c.validateOpenAI(bad)
+	c.validateSearch(bad)
 	c.validateCommand(bad)
 	oneOf(bad, "channels.console.enabled", c.Channels.Console.Enabled, "auto", "true", "false")
 	oneOf(bad, "log.format", c.Log.Format, "text", "json")

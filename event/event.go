@@ -40,12 +40,16 @@ const (
 	// Connected it carries no seq, no turn and no data, and never enters
 	// history: it is sent to the WebSocket clients connected at the time.
 	SchedulesChanged Type = "schedules_changed"
+	// MemoryChanged: a long-term memory item was saved, edited, deleted
+	// or written by a consolidation (MemoryChangedData). It is in the chat
+	// log: the memory item store is rebuilt from these events.
+	MemoryChanged Type = "memory_changed"
 )
 
 // Persisted reports whether events of type t are written to the chat log.
 func (t Type) Persisted() bool {
 	switch t {
-	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart:
+	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart, MemoryChanged:
 		return true
 	}
 	return false
@@ -325,4 +329,25 @@ type ApprovalResultData struct {
 	ID       string `json:"id"`
 	Decision string `json:"decision"`
 	By       string `json:"by"`
+}
+
+// Memory change actions (MemoryChangedData.Action).
+const (
+	MemorySaved        = "saved"
+	MemoryEdited       = "edited"
+	MemoryDeleted      = "deleted"
+	MemoryConsolidated = "consolidated"
+)
+
+// MemoryChangedData is the payload of a memory_changed event. By is who
+// made the change: a door (web, console, api), "agent", or
+// "consolidation". Text and Source are set when an item is saved, edited
+// or consolidated — the event is what restarts and other nodes rebuild
+// the item store from — and absent on deleted, which carries only the id.
+type MemoryChangedData struct {
+	Action string `json:"action"`
+	ID     string `json:"id"`
+	By     string `json:"by"`
+	Text   string `json:"text,omitempty"`
+	Source string `json:"source,omitempty"`
 }

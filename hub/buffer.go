@@ -105,6 +105,13 @@ func (m *SessionManager) indexed(seq int64) {
 
 // deliver adds e to the buffer and ring and fans it out.
 func (m *SessionManager) deliver(e event.Event) *Frame {
+	f := m.keep(e)
+	m.fanOut(f)
+	return f
+}
+
+// keep adds e to the buffer and ring.
+func (m *SessionManager) keep(e event.Event) *Frame {
 	f := newFrame(e)
 	m.buf = append(m.buf, f)
 	if !e.Type.Persisted() {
@@ -112,7 +119,6 @@ func (m *SessionManager) deliver(e event.Event) *Frame {
 	}
 	m.trimBuffer()
 	m.ring.Add(e)
-	m.fanOut(f)
 	return f
 }
 

@@ -39,6 +39,12 @@ type Cluster interface {
 // stored; try again in a few seconds.
 var ErrNoLeader = errors.New("no node is running the assistant right now (an election is under way, or too few nodes are up); nothing was stored: try again in a few seconds")
 
+// ErrNoAnswer: the node running the assistant took a forwarded change and
+// did not answer in time (it may have died doing it). Whether it was done
+// is unknown: the log will tell; an input resent with the same
+// client_msg_id never runs twice.
+var ErrNoAnswer = errors.New("the node running the assistant did not answer in time: this may or may not have been done; send it again with the same client_msg_id (it never runs twice)")
+
 // ByFailover decides an approval that was waiting when the node running
 // its turn stopped.
 const ByFailover = "failover"
@@ -70,7 +76,49 @@ type (
 		tail []event.Event
 		done chan struct{}
 	}
+	unparkCmd struct{}
 )
+
+// parkWait bounds how long a client that has seen more of the log than
+// this node (it comes from another node) waits for this node to catch up
+// before it is answered with what is here.
+const parkWait = 3 * time.Second
+
+// behind parks a subscription whose since is ahead of this follower: it
+// comes from a node further on, and replaying from here would show it
+// events again or skip some. It is answered once this node has caught up
+// (unpark), or after parkWait with what is here.
+func (m *SessionManager) behind(c subscribeCmd) bool {
+	if m.leading.Load() || c.since <= m.seq {
+		return false
+	}
+	if len(m.parked) == 0 {
+		time.AfterFunc(parkWait, func() {
+			select {
+			case m.cmds <- unparkCmd{}:
+			case <-m.done:
+			}
+		})
+	}
+	m.parked = append(m.parked, c)
+	return true
+}
+
+// unpark answers the parked subscriptions this node has caught up with;
+// all of them when all is set.
+func (m *SessionManager) unpark(all bool) {
+	keep := m.parked[:0]
+	for _, c := range m.parked {
+		if !all && c.since > m.seq {
+			keep = append(keep, c)
+			continue
+		}
+		sub, snap := m.subscribe(c.since)
+		c.reply <- subscribeReply{sub, snap}
+	}
+	clear(m.parked[len(keep):])
+	m.parked = keep
+}
 
 // liveFrame is a frame the holder shares that is not in the log: After is
 // the seq of the last persisted event before it, so a follower shows it
@@ -152,6 +200,8 @@ func (m *SessionManager) handleCluster(ctx context.Context, c any) bool {
 	case followCmd:
 		m.demote(c.tail)
 		close(c.done)
+	case unparkCmd:
+		m.unpark(true)
 	default:
 		return false
 	}
@@ -169,10 +219,17 @@ func (m *SessionManager) ingest(e event.Event) {
 	if e.Type == event.Reset {
 		m.followReset(e)
 	}
-	f := m.deliver(e)
+	f := m.keep(e)
+	if e.Seq > m.shown {
+		m.fanOut(f)
+	}
 	m.remember(f)
 	m.followTurn(e)
+	m.followMemory(e)
 	m.flushLive()
+	if len(m.parked) > 0 {
+		m.unpark(false)
+	}
 }
 
 // followTurn keeps a follower's idea of the running turn (for busy) and
@@ -280,7 +337,12 @@ func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
 	}
 	m.leading.Store(true)
 	m.failover = true
+	// The tail may hold events this node had not been handed yet (read
+	// from the stream as it won): restore shows them to its clients.
+	m.shown = max(m.shown, m.seq)
 	m.rebuild(tail)
+	m.unpark(true)
+	m.migrateLongTerm()
 	m.startPending(ctx)
 	m.watch.Touch()
 	m.cfg.Logger.Info("this node runs the assistant now", "last_seq", m.seq)
@@ -306,6 +368,10 @@ func (m *SessionManager) demote(tail []event.Event) {
 	m.pending, m.patient, m.owed = nil, nil, nil
 	clear(m.faults) // the holder's writes: a follower writes nothing
 	m.gaugeWaiting()
+	// Its clients have seen everything it appended; its copy of the log
+	// may not have all of it yet, and what the copy then hands in again
+	// goes to the buffer, not to them twice.
+	m.shown = max(m.shown, m.seq)
 	m.rebuild(tail)
 	m.cfg.Logger.Warn("this node lost the lease: it follows the log again", "last_seq", m.seq)
 }

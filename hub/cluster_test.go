@@ -3,9 +3,11 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/testagent"
@@ -303,4 +305,59 @@ func TestHolderThatLosesTheLeaseFollows(t *testing.T) {
 	if ends != 2 {
 		t.Fatalf("%d turn_ends in the log, want 2: %s", ends, seqsOfEvents(s.all()))
 	}
+}
+
+// A client that comes from a node further on (since ahead of this one)
+// waits until this node has caught up, then gets a gapless replay: no
+// event twice, none skipped.
+func TestClientAheadOfTheFollowerWaitsForIt(t *testing.T) {
+	s := newMemStream()
+	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
+	for i := 1; i <= 3; i++ {
+		if err := b.Ingest(ctxT(t), noticeAt(int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answer struct {
+		sub  *Subscription
+		snap Snapshot
+	}
+	got := make(chan answer, 1)
+	go func() {
+		sub, snap, err := b.Subscribe(ctxT(t), 4)
+		if err == nil {
+			got <- answer{sub, snap}
+		}
+	}()
+	select {
+	case <-got:
+		t.Fatal("answered before the node had seq 4")
+	case <-time.After(100 * time.Millisecond):
+	}
+	for i := 4; i <= 5; i++ {
+		if err := b.Ingest(ctxT(t), noticeAt(int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := <-got
+	defer a.sub.Close()
+	var seqs []int64
+	for _, f := range a.snap.Replay {
+		seqs = append(seqs, f.Event.Seq)
+	}
+	if !a.snap.Synced.Gapless || a.snap.Synced.LastSeq < 4 {
+		t.Fatalf("snapshot %+v", a.snap.Synced)
+	}
+	if a.snap.Synced.LastSeq == 4 {
+		seqs = append(seqs, next(t, a.sub).Seq) // 5 came live
+	}
+	if fmt.Sprint(seqs) != "[5]" {
+		t.Fatalf("after since=4 the client got %v, want [5]", seqs)
+	}
+}
+
+func noticeAt(seq int64) event.Event {
+	e := event.New(event.Notice, "", time.Now(), event.TextData{Text: "n"})
+	e.Seq = seq
+	return e
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"time"
 
@@ -37,6 +38,10 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 		}
 		if prev != nil {
 			<-prev // ends by shutdown at the latest
+		}
+		if m.cfg.Items != nil {
+			m.saveConsolidated(ctx, entry)
+			return
 		}
 		m.saveLongTerm(ctx, mem, entry)
 	}()
@@ -77,6 +82,46 @@ func (m *SessionManager) saveLongTerm(ctx context.Context, mem *memory.Store, en
 			log.Error("write long-term memory", "err", err) // the hub is stopping
 		}
 		failed = true
+		t := m.cfg.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done(): // one last try
+			t.Stop()
+		}
+		wait = min(2*wait, maxConsolidateRetry)
+	}
+}
+
+// saveConsolidated saves entry as a memory item (action consolidated,
+// source consolidation) through the hub. While the chat log refuses it (a
+// *StorageError: the hub reports the fault) it tries again after
+// Config.ConsolidateRetry, doubling up to maxConsolidateRetry; once ctx
+// ends it tries once more (the hub still takes a consolidation while it
+// shuts down), and if that fails too it logs the summary that was not
+// saved. Consolidation goroutine only.
+func (m *SessionManager) saveConsolidated(ctx context.Context, entry memory.Entry) {
+	log := m.cfg.Logger
+	wait := m.cfg.ConsolidateRetry
+	text := entry.Heading + "\n\n" + entry.Summary
+	for {
+		// Not ctx: a summary made before shutdown is still worth saving.
+		it, err := m.memorySave(context.WithoutCancel(ctx), text, memory.SourceConsolidation,
+			memory.SourceConsolidation, event.MemoryConsolidated, "")
+		if err == nil {
+			attrs := []any{"id", it.ID, "heading", entry.Heading, "fallback", entry.Fallback}
+			if entry.Err != nil {
+				attrs = append(attrs, "summarizer_err", entry.Err) // why the fallback
+			}
+			log.Info("memory consolidated", attrs...)
+			return
+		}
+		var se *StorageError
+		if !errors.As(err, &se) || ctx.Err() != nil {
+			log.Error("long-term memory not saved: the summary of the conversation could not be written to the chat log; "+
+				"it is not in memory (add it with POST /api/memory to keep it)",
+				"section", entry.Section(), "err", err)
+			return
+		}
 		t := m.cfg.Clock.NewTimer(wait)
 		select {
 		case <-t.C():

@@ -7,11 +7,12 @@ import (
 	"fmt"
 
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 // ForwardedOps are the commands a follower forwards to the holder, which
 // serves each (Serve).
-var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide}
+var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide, opMemory}
 
 // The forwarded commands' wire: JSON both ways, errors by kind so that the
 // door on the follower answers exactly as the holder's own would.
@@ -54,8 +55,9 @@ type wireErr struct {
 
 // Kinds of forwarded errors; each is the same error on the other side.
 var wireErrs = map[string]error{
-	"closed": ErrClosed, "queue_full": ErrQueueFull, "no_leader": ErrNoLeader,
+	"closed": ErrClosed, "queue_full": ErrQueueFull, "no_leader": ErrNoLeader, "no_answer": ErrNoAnswer,
 	"decided": ErrDecided, "no_approval": ErrNoApproval, "bad_decision": ErrBadDecision,
+	"memory_not_found": memory.ErrNotFound, "no_memory": ErrNoMemory,
 }
 
 func toWireErr(err error) *wireErr {
@@ -146,6 +148,8 @@ func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any,
 			return nil, err
 		}
 		return m.Decide(ctx, d.ID, d.Decision, d.By)
+	case opMemory:
+		return m.serveMemory(ctx, req)
 	}
 	return nil, fmt.Errorf("unknown forwarded command %q", op)
 }

@@ -115,6 +115,14 @@ type Config struct {
 	Clock idle.Clock
 	// Memory holds short- and long-term memory; nil disables memory.
 	Memory *memory.Store
+	// Items is the long-term memory item store (items.json); nil disables
+	// the memory API and tools (ErrNoMemory). Only the hub applies and
+	// saves changes to it once Run has started.
+	Items *memory.Items
+	// MemoryContextTokens bounds the memory items put into each turn's
+	// context (about 4 bytes a token). Default 2000 (0); negative: all
+	// items.
+	MemoryContextTokens int
 	// History reads the chat log on disk for the agent's history tools and
 	// the history API. Nil: the tools and API use the buffer only.
 	History *history.Reader
@@ -269,9 +277,11 @@ type SessionManager struct {
 	// Cluster mode (see cluster.go). leading is also read by doors'
 	// goroutines (Submit forwards while it is false).
 	leading  atomic.Bool
-	remote   string      // a follower: the turn the holder runs, "" if none
-	early    []liveFrame // a follower: live frames ahead of the log
-	failover bool        // restore closes what another node left open
+	remote   string         // a follower: the turn the holder runs, "" if none
+	early    []liveFrame    // a follower: live frames ahead of the log
+	parked   []subscribeCmd // a follower: clients ahead of it, waiting
+	failover bool           // restore closes what another node left open
+	shown    int64          // the last seq this node's clients were shown (cluster: see lead, demote)
 
 	// stopping is closed when shutdown begins: the memory writers then
 	// stop reporting to the hub.
@@ -328,6 +338,9 @@ func New(cfg Config, log Log, a agent.Agent) *SessionManager {
 	}
 	if cfg.ConsolidateRetry <= 0 {
 		cfg.ConsolidateRetry = 5 * time.Second
+	}
+	if cfg.MemoryContextTokens == 0 {
+		cfg.MemoryContextTokens = defaultMemoryContextTokens
 	}
 	if cfg.MaxAttachments <= 0 {
 		cfg.MaxAttachments = DefaultMaxAttachments
@@ -413,6 +426,8 @@ func (m *SessionManager) Run(ctx context.Context) error {
 	m.sess = sess
 	m.leading.Store(m.cfg.Cluster == nil)
 	m.restore(m.cfg.Restore)
+	m.catchUpItems(m.cfg.Restore)
+	m.migrateLongTerm()
 	m.cfg.Restore = nil
 	m.startPending(ctx) // inputs recorded as queued before a restart
 	if m.cfg.Memory != nil {
@@ -462,6 +477,9 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 	case infoCmd:
 		c.reply <- m.info()
 	case subscribeCmd:
+		if m.behind(c) {
+			return // answered when this node has caught up (cluster.go)
+		}
 		sub, snap := m.subscribe(c.since)
 		c.reply <- subscribeReply{sub, snap}
 	case unsubscribeCmd:
@@ -489,6 +507,11 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		}
 	case turnDoneCmd:
 		m.turnDone(ctx, c)
+	case memoryCmd:
+		r := m.changeMemory(c)
+		if c.reply != nil {
+			c.reply <- r
+		}
 	default:
 		if !m.handleCluster(ctx, c) {
 			panic(fmt.Sprintf("hub: unknown command %T", c))
@@ -535,6 +558,7 @@ func (m *SessionManager) shutdown() {
 		m.metrics.storageErrors.WithLabelValues("sync").Inc()
 		m.cfg.Logger.Error("sync chat log", "err", err)
 	}
+	m.checkpointItems()
 	for s := range m.subs {
 		m.drop(s, ErrClosed)
 	}
@@ -545,10 +569,38 @@ func (m *SessionManager) shutdown() {
 	// goroutine outlives the hub; a backend that ignores cancel is left behind.
 	waited := make(chan struct{})
 	go func() { m.turns.Wait(); m.bg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(2 * time.Second):
-		m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
+	timeout := time.After(2 * time.Second)
+	for {
+		select {
+		case <-waited:
+			m.drainReports()
+			return
+		case <-timeout:
+			m.cfg.Logger.Warn("agent or memory writer did not stop within 2s")
+			m.drainReports()
+			return
+		case c := <-m.cmds:
+			m.whileStopping(c)
+		}
 	}
-	m.drainReports()
+}
+
+// whileStopping answers a command that arrives while shutdown waits for
+// the turn and the memory writers: a consolidation's summary is still
+// saved (it is written to the log like any memory change), storage reports
+// are logged, and everything else is refused with ErrClosed where it
+// waits for an answer.
+func (m *SessionManager) whileStopping(c any) {
+	switch c := c.(type) {
+	case memoryCmd:
+		switch {
+		case c.reply == nil: // a use: dropped
+		case c.action == event.MemoryConsolidated:
+			c.reply <- m.changeMemory(c)
+		default:
+			c.reply <- memoryReply{err: ErrClosed}
+		}
+	case storageCmd:
+		m.stored(c.part, c.err, c.attrs...)
+	}
 }

@@ -74,6 +74,7 @@ func (m *SessionManager) restore(tail []event.Event) {
 		m.bufFirst = clean[0].Seq
 	}
 	m.trimBuffer()
+	m.showUnseen()
 
 	if !m.leading.Load() {
 		// A cluster follower: the holder closes what is open.
@@ -106,6 +107,17 @@ func (m *SessionManager) closeOpen(asked []ask, turns turnStates) {
 			DurationMS: max(0, t.last.Sub(t.start).Milliseconds()),
 		}))
 		m.settle(TurnOutcome{Turn: t.id, Status: event.StatusInterrupted, Error: why})
+	}
+}
+
+// showUnseen shows clients already here (a cluster node taking over or
+// stepping down) what of the buffer they have not seen, before anything
+// is closed; at a start there are none.
+func (m *SessionManager) showUnseen() {
+	for _, f := range m.buf {
+		if f.Event.Seq > m.shown {
+			m.fanOut(f)
+		}
 	}
 }
 

@@ -62,10 +62,12 @@ func toolJSON(v any) (string, error) {
 // historySearchDescription tells the model what history_search finds and
 // how to ask.
 const historySearchDescription = "Search everything ever said in this conversation — every user and assistant message since the start, " +
-	"and older long-term memory sections — ranked by relevance (BM25) with a small bonus for recent messages. " +
+	"and the long-term memory items (type:memory; each hit starts with the item's [id]) — ranked by relevance (BM25) with a small bonus for recent messages. " +
 	"Use it to answer questions like 'what did I say about X' or whenever the user refers to something you do not see in context. " +
 	"Query syntax: " + index.Syntax + " Snippets mark matched words «like this». " +
-	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word."
+	"broad:true in the result means very many messages matched and only the newest were ranked: add a distinctive word. " +
+	"semantic:\"hybrid\" means search by meaning is on: hits also include messages saying the same in other words " +
+	"(\"car\" finds \"automobile\"); semantic:\"unavailable\" means this answer is by keywords only."
 
 // HistorySource is what the history tools read: the live session
 // (*SessionManager) or, offline, the data directory's files.
@@ -85,10 +87,14 @@ var _ HistorySource = (*SessionManager)(nil)
 // disk and the index directly.
 func (m *SessionManager) tools(turn string) []agent.Tool { return HistoryTools(m, turn) }
 
-// turnTools are every tool a turn gets: the history tools and the
-// configured extra ones (MCP).
-func (m *SessionManager) turnTools(turn string) []agent.Tool {
+// turnTools are every tool a turn gets: the history tools, the memory
+// tools (with an item store; channel is where the turn's input came
+// from) and the configured extra ones (MCP).
+func (m *SessionManager) turnTools(turn, channel string) []agent.Tool {
 	tools := m.tools(turn)
+	if m.cfg.Items != nil {
+		tools = append(tools, m.memoryTools(turn, channel)...)
+	}
 	if m.cfg.Tools != nil {
 		for _, t := range m.cfg.Tools() {
 			if t.Confirm {
@@ -239,7 +245,11 @@ func (m *SessionManager) Search(ctx context.Context, query string, limit int) (S
 // (the agent's history_search and the MCP server's): their durations are
 // labelled "tool".
 func (m *SessionManager) SearchIndex(ctx context.Context, query string, opts index.Options) (SearchResult, error) {
-	return m.search(ctx, query, opts, searchByTool)
+	res, err := m.search(ctx, query, opts, searchByTool)
+	if err == nil {
+		m.noteUses(res)
+	}
+	return res, err
 }
 
 // search runs on the caller's goroutine (the index has its own locking);

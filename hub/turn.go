@@ -175,7 +175,7 @@ func (m *SessionManager) run(ctx context.Context, in Input, u event.Event) {
 		Turn: id, Channel: d.Channel, From: d.From, Content: d.Content,
 		Attachments: d.Attachments,
 		Context:     m.ringBefore(id),
-		Tools:       m.turnTools(id),
+		Tools:       m.turnTools(id, d.Channel),
 		Notes:       m.notes(in),
 	}
 	emit := func(typ event.Type, data any) {
@@ -191,11 +191,14 @@ func (m *SessionManager) run(ctx context.Context, in Input, u event.Event) {
 		}
 	}
 	mem := m.cfg.Memory
+	if m.cfg.Items != nil {
+		req.LongTermMemory, mem = m.memoryContext(), nil
+	}
 	m.turns.Add(1)
 	go func() {
 		defer m.turns.Done()
 		defer cancel()
-		if mem != nil {
+		if mem != nil { // no item store: long_term.md as before
 			lt, err := mem.LongTermForContext(longTermContextBytes)
 			if err != nil {
 				m.cfg.Logger.Warn("read long-term memory", "err", err)

@@ -33,6 +33,9 @@ type FollowerOptions struct {
 	LogSeq int64
 	// Logger gets progress and trouble. Default slog.Default().
 	Logger *slog.Logger
+	// Embedder makes the vectors of search by meaning (follow_embed.go);
+	// nil searches by keywords only.
+	Embedder Embedder
 }
 
 // Follower keeps an index in step with the chat log. The hub tells it
@@ -59,6 +62,10 @@ type Follower struct {
 
 	pmu        sync.Mutex
 	progressed chan struct{} // closed and replaced whenever covered moves
+
+	embWake  chan struct{} // documents may lack vectors
+	gen      atomic.Uint64 // counts the index's replacements (rebuild)
+	semPause atomic.Int64  // unix ns until which searches skip the embeddings server
 }
 
 // batchEvents is how many events one catch-up transaction takes.
@@ -76,7 +83,8 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	f := &Follower{opts: opts, wake: make(chan struct{}, 1), memWake: make(chan struct{}, 1), progressed: make(chan struct{})}
+	f := &Follower{opts: opts, wake: make(chan struct{}, 1), memWake: make(chan struct{}, 1), progressed: make(chan struct{}),
+		embWake: make(chan struct{}, 1)}
 	ix, why, err := Open(opts.Path)
 	if err != nil {
 		return nil, err
@@ -149,6 +157,12 @@ func (f *Follower) NotifyMemory() {
 func (f *Follower) Run(ctx context.Context) error {
 	stopCheck := func() {}
 	needCheck := !f.checked.Load()
+	embedDone := make(chan struct{})
+	if f.opts.Embedder != nil {
+		embedCtx, stopEmbed := context.WithCancel(ctx)
+		go func() { defer close(embedDone); f.embedLoop(embedCtx) }()
+		defer func() { stopEmbed(); <-embedDone }()
+	}
 	defer func() {
 		stopCheck()
 		f.mu.Lock()
@@ -178,6 +192,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			if err = f.syncMemory(ctx); err == nil {
 				memDirty = false
 			}
+		}
+		if err == nil {
+			f.wakeEmbed()
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -345,6 +362,7 @@ func (f *Follower) rebuild() error {
 	f.dmu.Unlock()
 	f.damaged.Store(false)
 	f.checked.Store(true)
+	f.gen.Add(1)
 	f.indexed.Store(0)
 	f.covered.Store(0)
 	return err
@@ -380,7 +398,12 @@ func (f *Follower) Search(ctx context.Context, query string, opts Options) (Resu
 		return damagedResult(want), nil
 	}
 	f.mu.RLock()
-	res, err := f.ix.SearchQuery(ctx, q, opts)
+	var res Result
+	if f.opts.Embedder == nil { // keywords only, exactly as without embeddings
+		res, err = f.ix.SearchQuery(ctx, q, opts)
+	} else {
+		res, err = f.searchHybrid(ctx, q, opts)
+	}
 	f.mu.RUnlock()
 	if errors.Is(err, ErrCorrupt) {
 		f.markDamaged(err)

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -75,6 +76,9 @@ type Index struct {
 	path     string
 	readOnly bool
 	fresh    bool // init made the schema: nothing in the file to check
+
+	vmu sync.Mutex // held while the vectors change (vecs and vec together)
+	vec vecStore   // the vectors, for search by meaning (vectors.go)
 }
 
 // memoryBase is the first memory section's id: far above any seq.
@@ -291,10 +295,11 @@ func (ix *Index) init() error {
 			return classify("create index", err)
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
+		if _, err := tx.ExecContext(ctx, schema+vecSchema); err != nil {
 			return classify("create index", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta VALUES('schema_version', ?), ('last_seq', '0'), ('memory_hash', ''), ('docs', '0'), ('words', '0')`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta VALUES('schema_version', ?), ('last_seq', '0'), ('memory_hash', ''), ('docs', '0'), ('words', '0'),
+			('embed_model', ''), ('embed_dim', '0')`,
 			strconv.Itoa(SchemaVersion)); err != nil {
 			return classify("create index", err)
 		}
@@ -308,7 +313,13 @@ func (ix *Index) init() error {
 	if v != strconv.Itoa(SchemaVersion) {
 		return fmt.Errorf("%w: %q, want %d", errVersion, v, SchemaVersion)
 	}
-	return nil
+	if ix.readOnly {
+		return nil
+	}
+	// An index made before search by meaning gains the vectors' table:
+	// it holds no vectors yet, and the messages need not be indexed anew.
+	_, err = ix.db.ExecContext(ctx, vecSchema+`; INSERT OR IGNORE INTO meta VALUES('embed_model', ''), ('embed_dim', '0')`)
+	return classify("update index", err)
 }
 
 // classify marks SQLite's "this is not a usable database" errors as
@@ -453,6 +464,8 @@ func docOf(e event.Event) (Doc, bool) {
 // assigned here) and stores hash, so a caller can skip an unchanged
 // memory file.
 func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
+	ix.vmu.Lock() // the sections' vectors go with them
+	defer ix.vmu.Unlock()
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("index memory", err)
@@ -468,6 +481,9 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 		return classify("index memory", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE id >= ?`, memoryBase); err != nil {
+		return classify("index memory", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM vecs WHERE id >= ?`, memoryBase); err != nil {
 		return classify("index memory", err)
 	}
 	var words int64
@@ -489,7 +505,11 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 	if err := addTotals(ctx, tx, int64(len(docs))-oldDocs, words-oldWords); err != nil {
 		return classify("index memory", err)
 	}
-	return classify("index memory", tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return classify("index memory", err)
+	}
+	ix.vec.removeFrom(memoryBase)
+	return nil
 }
 
 // UpdateMemory replaces the indexed memory sections with docs unless they
@@ -550,6 +570,7 @@ func countWords(s string) int64 {
 type Stats struct {
 	Docs    int64 // indexed documents
 	LastSeq int64
+	Vectors int64 // documents with a vector (search by meaning)
 }
 
 // Stats counts what the index holds.
@@ -558,6 +579,9 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 	if err := ix.db.QueryRowContext(ctx, `SELECT count(*) FROM docs`).Scan(&s.Docs); err != nil {
 		return s, classify("read index", err)
 	}
+	// An index made before search by meaning, opened read-only, has no
+	// vecs table: no vectors.
+	_ = ix.db.QueryRowContext(ctx, `SELECT count(*) FROM vecs`).Scan(&s.Vectors)
 	var err error
 	s.LastSeq, err = ix.LastSeq(ctx)
 	return s, err

@@ -43,6 +43,13 @@ func loadRecall(t testing.TB) (recallSet, []event.Event, map[int64]string) {
 	if err := json.Unmarshal(b, &rs); err != nil {
 		t.Fatal(err)
 	}
+	evs, ids := recallEvents(rs)
+	return rs, evs, ids
+}
+
+// recallEvents makes the set's conversation: events a constant step
+// apart over recallSpan, and the set's id of each seq.
+func recallEvents(rs recallSet) ([]event.Event, map[int64]string) {
 	ids := map[int64]string{}
 	var evs []event.Event
 	turn := ""
@@ -61,7 +68,7 @@ func loadRecall(t testing.TB) (recallSet, []event.Event, map[int64]string) {
 		ids[seq] = m.ID
 		evs = append(evs, e)
 	}
-	return rs, evs, ids
+	return evs, ids
 }
 
 // recallScores runs every query through search and returns recall@1,

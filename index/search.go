@@ -99,6 +99,14 @@ type Result struct {
 	// Broad says more than RankWindow messages matched: the hits are the
 	// best of the newest RankWindow. Add a word to narrow the search.
 	Broad bool `json:"broad,omitempty"`
+	// Semantic is set when search by meaning is configured and the query
+	// has words: SemanticHybrid, or SemanticUnavailable when the
+	// embeddings server did not answer in time and the hits are by
+	// keywords only. Empty without embeddings.
+	Semantic string `json:"semantic,omitempty"`
+	// Embedding is set while some documents have no vector yet (they are
+	// found by their words only).
+	Embedding *EmbedProgress `json:"embedding,omitempty"`
 }
 
 // Progress says how far the index is behind the chat log.
@@ -191,6 +199,25 @@ func where(q Query, opts Options, sql *strings.Builder, args *[]any) {
 // snippets: snippet() costs a read of the content, so only the winners
 // pay it.
 func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts Options) (hits []Hit, broad bool, err error) {
+	found, broad, err := ix.rankedFound(ctx, q, expr, or, opts)
+	if err != nil || len(found) == 0 {
+		return nil, broad, err
+	}
+	snip, err := ix.snippets(ctx, expr, found)
+	if err != nil {
+		return nil, broad, err
+	}
+	hits = make([]Hit, len(found))
+	for i, f := range found {
+		hits[i] = f.hit
+		hits[i].Snippet = flatten(snip[f.id])
+	}
+	return hits, broad, nil
+}
+
+// rankedFound finds the best opts.Limit matches of expr, without their
+// snippets.
+func (ix *Index) rankedFound(ctx context.Context, q Query, expr string, or bool, opts Options) (found []found, broad bool, err error) {
 	const match = ` FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?`
 	var from strings.Builder
 	from.WriteString(match)
@@ -227,20 +254,8 @@ func (ix *Index) ranked(ctx context.Context, q Query, expr string, or bool, opts
 	}
 	b.WriteString(" ORDER BY score DESC, d.id DESC LIMIT ?")
 	args = append(args, opts.Limit)
-	found, err := ix.query(ctx, b.String(), args)
-	if err != nil || len(found) == 0 {
-		return nil, broad, err
-	}
-	snip, err := ix.snippets(ctx, expr, found)
-	if err != nil {
-		return nil, broad, err
-	}
-	hits = make([]Hit, len(found))
-	for i, f := range found {
-		hits[i] = f.hit
-		hits[i].Snippet = flatten(snip[f.id])
-	}
-	return hits, broad, nil
+	found, err = ix.query(ctx, b.String(), args)
+	return found, broad, err
 }
 
 // window finds the id of the RankWindow-th newest match of expr, if there

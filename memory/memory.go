@@ -288,7 +288,7 @@ func (s *Store) AppendLongTerm(e Entry) error {
 
 // ContextNote is the sentence added to the agent's context after a reset.
 func ContextNote() string {
-	return "Older conversation was consolidated into long-term memory; use history_search (keywords; add type:memory to search older long-term memory sections), history_get_recent or history_get_range to look further back."
+	return "Older conversation was consolidated into long-term memory; use history_search (keywords; add type:memory to search the long-term memory items), history_get_recent or history_get_range to look further back."
 }
 
 // conversation returns the user and assistant events of events.

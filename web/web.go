@@ -17,6 +17,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 //go:embed static
@@ -31,6 +32,10 @@ type Session interface {
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error)
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
+	MemoryList(ctx context.Context) ([]memory.Item, error)
+	MemorySave(ctx context.Context, text, source string) (memory.Item, error)
+	MemoryEdit(ctx context.Context, id, text, by string) (memory.Item, error)
+	MemoryForget(ctx context.Context, id, by string) error
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -111,6 +116,7 @@ func Handler(s Session, o Options) http.Handler {
 	if o.Schedules != nil {
 		scheduleRoutes(api, o.Schedules)
 	}
+	memoryRoutes(api, h)
 	api.Handle("/api/", apiFunc(notFound))
 
 	mux := http.NewServeMux()

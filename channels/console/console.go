@@ -27,6 +27,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 // Session is the part of the hub the console uses.
@@ -39,6 +40,8 @@ type Session interface {
 	Info(ctx context.Context) (hub.Info, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
+	MemoryList(ctx context.Context) ([]memory.Item, error)
+	MemoryForget(ctx context.Context, id, by string) error
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -109,6 +112,8 @@ const help = `Type a message and press Enter to send it to the assistant.
   /search <text>   search the whole conversation history
   /status          show the session state
   /schedules       list reminders and recurring tasks; /schedules cancel <id> cancels one
+  /memory          list what the assistant remembers (id, date, source, text)
+  /forget <id>     make it forget one item (the ids are in /memory)
   /help            this text
   /quit            leave the console (Ctrl-D too); the server keeps running
 Ctrl-\ stops the server (as SIGTERM does), here and after /quit.`
@@ -248,6 +253,10 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		}
 	case "/schedules":
 		r.schedules(ctx, arg)
+	case "/memory":
+		r.memoryList(ctx, arg)
+	case "/forget":
+		r.forget(ctx, arg)
 	case "/status":
 		r.status(ctx)
 	case "/history":

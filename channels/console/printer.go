@@ -366,7 +366,19 @@ func (p *printer) event(e event.Event) {
 	case event.Reset:
 		d := decode[event.ResetData](e)
 		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", d.Reason, d.Kept))
+	case event.MemoryChanged:
+		p.line(p.o.style(dim, memoryLine(decode[event.MemoryChangedData](e))))
 	}
+}
+
+// memoryLine tells a change to the long-term memory made at any door:
+// "memory: saved m-… by agent: “…”" (a forgotten item's text is gone).
+func memoryLine(d event.MemoryChangedData) string {
+	s := fmt.Sprintf("memory: %s %s by %s", d.Action, d.ID, d.By)
+	if d.Text != "" && d.Action != event.MemoryDeleted {
+		s += ": “" + clip(d.Text, 120) + "”"
+	}
+	return s
 }
 
 // user prints a user event typed elsewhere (a queued one at once, and

@@ -375,8 +375,11 @@ func errorCode(err error) (code, msg string) {
 	if errors.As(err, &se) {
 		return se.Code, se.Message()
 	}
-	if errors.Is(err, hub.ErrNoLeader) {
+	switch {
+	case errors.Is(err, hub.ErrNoLeader):
 		return "no_leader", hub.ErrNoLeader.Error()
+	case errors.Is(err, hub.ErrNoAnswer):
+		return "no_answer", hub.ErrNoAnswer.Error()
 	}
 	return "internal", err.Error()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/diskerr"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 // Error is an API error: Status is the HTTP status, Code a stable machine
@@ -76,8 +77,12 @@ func FromSession(err error) error {
 	switch {
 	case errors.Is(err, hub.ErrClosed):
 		return Errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	case errors.Is(err, hub.ErrNoLeader):
-		e := Errorf(http.StatusServiceUnavailable, "no_leader", hub.ErrNoLeader.Error())
+	case errors.Is(err, hub.ErrNoLeader), errors.Is(err, hub.ErrNoAnswer):
+		code := "no_leader"
+		if errors.Is(err, hub.ErrNoAnswer) {
+			code = "no_answer"
+		}
+		e := Errorf(http.StatusServiceUnavailable, code, err.Error())
 		e.RetryAfter = "1"
 		return e
 	case errors.As(err, &in):
@@ -92,6 +97,10 @@ func FromSession(err error) error {
 		return Errorf(http.StatusBadRequest, "bad_"+bad.Name, bad.Error()+" (use a seq number or an RFC 3339 time)")
 	case errors.Is(err, hub.ErrNoHistory):
 		return Errorf(http.StatusServiceUnavailable, "no_history", err.Error())
+	case errors.Is(err, memory.ErrNotFound):
+		return Errorf(http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, hub.ErrNoMemory):
+		return Errorf(http.StatusServiceUnavailable, "no_memory", err.Error())
 	case errors.Is(err, hub.ErrNoIndex):
 		return Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
 	case errors.Is(err, hub.ErrDecided):

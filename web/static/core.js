@@ -49,6 +49,7 @@ function initialState() {
     outbox: [],          // frames for the shell to send (drained after each dispatch)
     announce: [],        // texts for the screen-reader live region (drained by the view)
     schedulesRev: 0,     // bumped by each schedules_changed frame (schedules.js reloads on it)
+    memoryRev: 0,        // bumped by each memory_changed event (memory.js reloads on it)
 
     // History (scroll-back, search, jump). The live view above is a "view":
     // items + byKey + firstSeq + older. It holds every persisted event with
@@ -338,6 +339,9 @@ function onFrame(s, f) {
     case 'schedules_changed': // no seq, not history: the Scheduled panel looks again
       s.schedulesRev++;
       return;
+    case 'memory_changed': // the Memory panel looks again; it is in the log too (its seq is counted below)
+      s.memoryRev++;
+      break;
   }
   // Until `synced` we cannot know whether to clear the view first, so hold the replay.
   if (s.phase === 'replay' && s.replay) s.replay.events.push(f);

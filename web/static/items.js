@@ -195,7 +195,7 @@ function queuedUser(v, turn) {
 
 const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
 const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'turn_start', 'notice', 'reset',
-  'approval_request', 'approval_result']);
+  'approval_request', 'approval_result', 'memory_changed']);
 
 export { idleLoad, newItem, touch, setNote, assistantBubble, channelLabel, channelKind, turnEndText, resetText,
   addItem, hasSeq, PERSISTED };

@@ -1,0 +1,118 @@
+package console
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/memory"
+)
+
+// memoryHub is a hub with a memory item store in a temporary directory.
+func memoryHub(t *testing.T) *hub.SessionManager {
+	t.Helper()
+	dir := t.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lg.Close() })
+	items, err := memory.OpenItems(filepath.Join(dir, "memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub.New(hub.Config{DataDir: dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, &testagent.Count{N: 1})
+}
+
+// TestMemoryCommands: /memory lists every item with its id, date, source
+// and text; /forget <id> forgets one (and says which), refuses an unknown
+// id and a missing one with a sentence; the list after it lacks the item.
+func TestMemoryCommands(t *testing.T) {
+	m := memoryHub(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	keep, err := m.MemorySave(ctx, "my cat is called Miso", memory.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := m.MemorySave(ctx, "I take my coffee black", memory.SourceAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	in := "/memory\n/forget " + gone.ID + "\n/forget m999999\n/forget\n/memory\n/memory all\n"
+	if err := Run(ctx, m, Options{Stdin: strings.NewReader(in), Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	first, rest, ok := strings.Cut(got, "forgot "+gone.ID+" (I take my coffee black)")
+	if !ok {
+		t.Fatalf("no forget confirmation:\n%s", got)
+	}
+	date := keep.Created.Local().Format("2006-01-02 15:04")
+	for _, want := range []string{keep.ID + "  " + date + "  [web]  my cat is called Miso", gone.ID, "[agent]  I take my coffee black"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first list lacks %q:\n%s", want, got)
+		}
+	}
+	for _, want := range []string{`forget failed: no memory item "m999999" (the ids are in /memory)`, "usage: /forget <id>",
+		keep.ID + "  " + date + "  [web]  my cat is called Miso", "usage: /memory"} {
+		if !strings.Contains(rest, want) {
+			t.Errorf("after the forget, no %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(rest, "coffee") {
+		t.Errorf("the forgotten item is still listed:\n%s", got)
+	}
+	items, _ := m.MemoryList(ctx)
+	if len(items) != 1 || items[0].ID != keep.ID {
+		t.Fatalf("after the REPL: %+v", items)
+	}
+}
+
+// TestMemoryChangesShowLive: a change made at another door (the web's
+// save and edit, the API's forget) is printed in the terminal as it
+// happens, a forgotten item without its text; an empty memory is said.
+func TestMemoryChangesShowLive(t *testing.T) {
+	m := memoryHub(t)
+	r, stop := runREPL(m)
+	defer stop()
+	if _, err := io.WriteString(r.typed, "/memory\n"); err != nil {
+		t.Fatal(err)
+	}
+	r.out.waitFor(t, "the assistant remembers nothing yet", 1)
+	it, err := m.MemorySave(r.ctx, "the wifi password is on the fridge", memory.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.out.waitFor(t, "memory: saved "+it.ID+" by web: “the wifi password is on the fridge”", 1)
+	if _, err := m.MemoryEdit(r.ctx, it.ID, "the wifi password is in the drawer", memory.SourceWeb); err != nil {
+		t.Fatal(err)
+	}
+	r.out.waitFor(t, "memory: edited "+it.ID+" by web: “the wifi password is in the drawer”", 1)
+	if err := m.MemoryForget(r.ctx, it.ID, memory.SourceAPI); err != nil {
+		t.Fatal(err)
+	}
+	r.out.waitFor(t, "memory: deleted "+it.ID+" by api", 1)
+	if s := r.out.String(); strings.Contains(s[strings.LastIndex(s, "memory: deleted"):], "wifi") {
+		t.Errorf("the forgotten text is printed again:\n%s", s)
+	}
+}
+
+// TestHelpListsMemoryCommands: /help names /memory and /forget.
+func TestHelpListsMemoryCommands(t *testing.T) {
+	for _, want := range []string{"/memory ", "/forget <id>"} {
+		if !strings.Contains(help, "\n  "+want) {
+			t.Errorf("/help lacks %s:\n%s", want, help)
+		}
+	}
+}

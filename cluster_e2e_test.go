@@ -1,0 +1,394 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+)
+
+// testCluster is three frontdesk processes, each with its embedded NATS
+// node on loopback, as in README's "Run on several machines".
+type testCluster struct {
+	t       *testing.T
+	nodesMu sync.Mutex // guards nodes[i].p for tests that kill while others send
+	nodes   []*clusterProc
+}
+
+// clusterProc is one node: its config and, while it runs, its process.
+type clusterProc struct {
+	name, dir, cfg string
+	p              *proc // nil while down
+}
+
+// freePorts finds n free loopback ports (closed again: a node binds them).
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// newTestCluster writes three nodes' configs (extra is appended to each)
+// and starts them together: each waits for the others before it listens.
+func newTestCluster(t *testing.T, extra string) *testCluster {
+	t.Helper()
+	root := t.TempDir()
+	ports := freePorts(t, 6)
+	c := &testCluster{t: t}
+	for i := range 3 {
+		var routes []string
+		for j := range 3 {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+j]))
+			}
+		}
+		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1))}
+		n.cfg = filepath.Join(root, n.name+".yaml")
+		conf := fmt.Sprintf(`data_dir: %s
+agent: {demo: {delay_ms: 2}}
+mcp: {serve: true, serve_send: true}
+cluster:
+  node: %s
+  nats:
+    embedded:
+      listen: "127.0.0.1:%d"
+      cluster_listen: "127.0.0.1:%d"
+      routes: [%s]
+%s`, n.dir, n.name, ports[i], ports[3+i], strings.Join(routes, ", "), extra)
+		if err := os.WriteFile(n.cfg, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		n.p = spawn(t, root, nil, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+	}
+	for _, n := range c.nodes {
+		n.p.await(t, 60*time.Second)
+	}
+	return c
+}
+
+// start starts node i again (it joins the running cluster).
+func (c *testCluster) start(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	n.p = spawn(c.t, filepath.Dir(n.dir), nil, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+	n.p.await(c.t, 60*time.Second)
+}
+
+// kill sends node i SIGKILL and waits for it to be gone.
+func (c *testCluster) kill(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	n.p.cmd.Process.Signal(syscall.SIGKILL)
+	err := <-n.p.exited
+	n.p.exited <- err
+	n.p = nil
+}
+
+// clusterSession is the part of /api/session these tests read.
+type clusterSession struct {
+	LastSeq     int64  `json:"last_seq"`
+	Subscribers int    `json:"subscribers"`
+	Busy        bool   `json:"busy"`
+	Turn        string `json:"turn"`
+	Session     string `json:"session_id"`
+	Cluster     *struct {
+		Node, Leader, Role string
+		Nodes              []string
+	} `json:"cluster"`
+}
+
+func (c *testCluster) session(i int) (clusterSession, error) {
+	var s clusterSession
+	cl := http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get(c.nodes[i].p.url + "/api/session")
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	return s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+// holder waits until every running node names the same lease holder, and
+// returns its index.
+func (c *testCluster) holder() int {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		leader, agree := "", true
+		for i, n := range c.nodes {
+			if n.p == nil {
+				continue
+			}
+			s, err := c.session(i)
+			if err != nil || s.Cluster == nil || s.Cluster.Leader == "" || (leader != "" && s.Cluster.Leader != leader) {
+				agree = false
+				break
+			}
+			leader = s.Cluster.Leader
+		}
+		for i, n := range c.nodes {
+			if agree && n.name == leader && n.p != nil {
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatal("the nodes did not agree on a lease holder within 30 s")
+	return -1
+}
+
+// caughtUp waits until every running node's chat log holds seq last.
+func (c *testCluster) caughtUp(last int64) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range c.nodes {
+		if n.p == nil {
+			continue
+		}
+		for {
+			evs := readChatLog(c.t, n.dir)
+			if len(evs) > 0 && evs[len(evs)-1].Seq >= last {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("%s's chat log did not reach seq %d within 30 s", n.name, last)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// idle waits until the holder runs no turn and returns its session.
+func (c *testCluster) idle() clusterSession {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := c.session(c.holder())
+		if err == nil && !s.Busy {
+			return s
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the holder still runs a turn after 30 s: %+v %v", s, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// settled waits until node i, restarted, has caught up with the holder,
+// and then a second more: the holder hands the Raft leaderships of the log
+// and the lease away from itself only to peers that are current (it checks
+// every 500 ms), so that its own death costs one lease expiry, not an
+// election of those groups (4-9 s, JetStream's floor).
+func (c *testCluster) settled(i int) {
+	c.t.Helper()
+	h := c.holder()
+	hs, err := c.session(h)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := c.session(i)
+		if err == nil && s.LastSeq >= hs.LastSeq {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s did not catch up with seq %d within 30 s", c.nodes[i].name, hs.LastSeq)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+}
+
+// readChatLog reads a node's chat log, every part.
+func readChatLog(t *testing.T, dir string) []event.Event {
+	t.Helper()
+	evs, _, _, err := history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Range(context.Background(), history.Bound{}, history.Bound{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// postInput posts content through node i's webhook; the status and the
+// answer's body.
+func (c *testCluster) postInput(i int, content, id string, wait bool) (int, []byte, error) {
+	url := c.nodes[i].p.url
+	if wait {
+		return c.postInputTo(url, content, id, "?wait=1")
+	}
+	return c.postInputTo(url, content, id)
+}
+
+// postInputTo posts content to the node at url (query: ?wait=1 or none).
+func (c *testCluster) postInputTo(url, content, id string, query ...string) (int, []byte, error) {
+	url += "/api/messages" + strings.Join(query, "")
+	body, _ := json.Marshal(map[string]string{"content": content, "client_msg_id": id})
+	cl := http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.Bytes(), nil
+}
+
+// sameLogs checks that every running node's chat log is the same lines.
+func (c *testCluster) sameLogs() []event.Event {
+	c.t.Helper()
+	var first []byte
+	var evs []event.Event
+	for _, n := range c.nodes {
+		if n.p == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(n.dir, "chat_history.ndjson"))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if first == nil {
+			first, evs = b, readChatLog(c.t, n.dir)
+			continue
+		}
+		if !bytes.Equal(b, first) {
+			c.t.Fatalf("%s's chat log differs from the first node's (%d vs %d bytes)", n.name, len(b), len(first))
+		}
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			c.t.Fatalf("seq %d at line %d: the log has a gap or a double", e.Seq, i+1)
+		}
+	}
+	return evs
+}
+
+// TestClusterEveryDoorOnEveryNode: three processes; inputs through the
+// webhook, the WebSocket and /mcp of each node; two watchers on different
+// nodes see the same events with the same seqs, and every node's chat log
+// is the same, each input in it once.
+func TestClusterEveryDoorOnEveryNode(t *testing.T) {
+	c := newTestCluster(t, "")
+	h := c.holder()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	watchA := dialWS(ctx, t, c.nodes[(h+1)%3].p.url, 0)
+	watchB := dialWS(ctx, t, c.nodes[(h+2)%3].p.url, 0)
+	var inputs []string
+	for i := range c.nodes {
+		in := fmt.Sprint("through the webhook of node ", i)
+		code, body, err := c.postInput(i, in, fmt.Sprint("hook-", i), true)
+		if err != nil || code != http.StatusOK || !strings.Contains(string(body), `"status":"completed"`) {
+			t.Fatalf("webhook on node %d: %d %s %v", i, code, body, err)
+		}
+		inputs = append(inputs, in)
+
+		in = fmt.Sprint("through the WebSocket of node ", i)
+		now, err := c.session(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := dialWS(ctx, t, c.nodes[i].p.url, now.LastSeq)
+		w.send(ctx, t, in, fmt.Sprint("ws-", i))
+		turn := ""
+		w.until(ctx, t, func(e event.Event) bool {
+			if e.Type == event.User && userData(e).Content == in {
+				turn = e.Turn
+			}
+			return e.Type == event.TurnEnd && e.Turn == turn && turn != ""
+		})
+		inputs = append(inputs, in)
+
+		in = fmt.Sprint("through /mcp of node ", i)
+		if out := mcpSend(ctx, t, c.nodes[i].p.url, in); !strings.Contains(out, "You said") {
+			t.Fatalf("send_message on node %d: %s", i, out)
+		}
+		inputs = append(inputs, in)
+	}
+	s, err := c.session(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.caughtUp(s.LastSeq)
+	log := c.sameLogs()
+	for _, in := range inputs {
+		n := 0
+		for _, e := range log {
+			if e.Type == event.User && userData(e).Content == in {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%q is in the log %d times", in, n)
+		}
+	}
+	for name, w := range map[string]*wsClient{"A": watchA, "B": watchB} {
+		seen := persistedSeqs(w.until(ctx, t, func(e event.Event) bool { return e.Seq == s.LastSeq }))
+		if want := persistedSeqs(log); seen != want {
+			t.Errorf("watcher %s saw %s\nthe log holds %s", name, seen, want)
+		}
+	}
+}
+
+// persistedSeqs lists the persisted events as type:seq:turn.
+func persistedSeqs(evs []event.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		if e.Seq > 0 {
+			fmt.Fprintf(&b, "%s:%d:%s ", e.Type, e.Seq, e.Turn)
+		}
+	}
+	return b.String()
+}
+
+// mcpSend calls send_message on url's /mcp and returns its text.
+func mcpSend(ctx context.Context, t *testing.T, url, content string) string {
+	t.Helper()
+	cl := sdk.NewClient(&sdk.Implementation{Name: "cluster-test", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "send_message", Arguments: map[string]any{"content": content}})
+	if err != nil {
+		t.Fatalf("send_message: %v", err)
+	}
+	var out strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			out.WriteString(tc.Text)
+		}
+	}
+	return out.String()
+}

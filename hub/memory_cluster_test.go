@@ -1,0 +1,72 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/memory"
+)
+
+// startItemsNode is startNode with a memory item store of the node's own.
+func startItemsNode(t *testing.T, s *memStream, c *memCluster) *testHub {
+	t.Helper()
+	var h *testHub
+	lg := &deadLog{memStream: s}
+	node := memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
+	h = startHubWithLog(t, withItems(t, Config{Cluster: node}), testagent.NewGate(), lg)
+	c.mu.Lock()
+	c.nodes = append(c.nodes, h.SessionManager)
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.feed(ctx, h.SessionManager) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+// A memory change made on a follower is made by the holder (it writes the
+// log), and every node's item store applies it from the log: all agree,
+// ids included; refusals cross the wire as the same errors.
+func TestMemoryOnClusterNodesAgrees(t *testing.T) {
+	s, c := newMemStream(), &memCluster{}
+	a := startItemsNode(t, s, c)
+	b := startItemsNode(t, s, c)
+	if _, err := b.MemorySave(ctxT(t), "too early", memory.SourceWeb); !errors.Is(err, ErrNoLeader) {
+		t.Fatalf("save with no leader: %v, want ErrNoLeader", err)
+	}
+	c.lead(t, a, s)
+	subB, _ := subscribe(t, b, 0)
+
+	it, err := b.MemorySave(ctxT(t), "The user's car is a blue Volvo.", memory.SourceWeb)
+	if err != nil || it.ID == "" || it.Source != memory.SourceWeb {
+		t.Fatalf("save through the follower: %+v, %v", it, err)
+	}
+	if d := memoryChange(t, subB); d.Action != event.MemorySaved || d.ID != it.ID {
+		t.Fatalf("follower saw %+v", d)
+	}
+	if _, err := b.MemoryEdit(ctxT(t), it.ID, "The user's car is a red Volvo.", "web"); err != nil {
+		t.Fatal(err)
+	}
+	memoryChange(t, subB)
+	if err := b.MemoryForget(ctxT(t), "m999", "web"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("forget unknown through the follower: %v, want memory.ErrNotFound", err)
+	}
+	if _, err := b.MemorySave(ctxT(t), " ", "web"); !errors.Is(err, ErrEmptyMemory) {
+		t.Fatalf("empty text: %v", err)
+	}
+	onA, _ := a.MemoryList(ctxT(t))
+	onB, _ := b.MemoryList(ctxT(t))
+	if len(onA) != 1 || onA[0].Text != "The user's car is a red Volvo." || !reflect.DeepEqual(onA, onB) {
+		t.Fatalf("holder %+v, follower %+v", onA, onB)
+	}
+	b.stop()
+	onDisk, err := memory.OpenItems(filepath.Join(b.dir, "memory"))
+	if err != nil || !reflect.DeepEqual(onDisk.List(), onA) {
+		t.Fatalf("follower's items.json %+v, %v; want %+v", onDisk.List(), err, onA)
+	}
+}

@@ -1,0 +1,416 @@
+// memory.js — the "Memory" panel: what the assistant remembers, as items a
+// person manages (GET /api/memory). Add one (POST), edit one in place (PUT
+// /api/memory/{id}), forget one (DELETE) with an Undo that saves the text
+// again as a new item, and narrow the list by words typed in its own
+// search box (client-side: every item is already here). The list follows
+// every door: each memory_changed frame (the agent saved, the terminal
+// forgot, another tab edited) and each reconnect make it look again. It
+// builds its own header button and panel; loaded as its own module script
+// after app.js, whose render hook it wraps, like schedules.js.
+// Every server string goes through textContent (h()).
+
+import { el, h, whenLabel, fullTime, timeOf } from './dom.js';
+import { state, hooks, apiGet, getToken, askForToken } from './shell.js';
+
+// A bookmark and the word: on a phone only the bookmark and the count show.
+const button = h('button', 'small icon-btn');
+const svg = (tag, attrs) => {
+  const n = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+  return n;
+};
+const mark = svg('svg', { class: 'icon', viewBox: '0 0 20 20', 'aria-hidden': 'true', focusable: 'false' });
+mark.append(svg('path', { d: 'M5.5 3h9v14l-4.5-3.5L5.5 17z' }));
+button.append(mark, h('span', 'btn-label', 'Memory'));
+button.id = 'memory-open';
+button.type = 'button';
+button.title = 'What the assistant remembers';
+button.setAttribute('aria-controls', 'memory');
+button.setAttribute('aria-expanded', 'false');
+const count = h('span', 'mem-count', '');
+button.append(count);
+el.reset.before(button);
+
+const panel = h('section', 'memory');
+panel.id = 'memory';
+panel.hidden = true;
+panel.setAttribute('aria-label', 'Memory');
+const head = h('div', 'mem-head');
+const title = h('h2', '', 'Memory');
+const total = h('span', 'mem-total', '');
+title.append(total);
+head.append(title);
+const close = h('button', 'small', 'Close');
+close.type = 'button';
+head.append(close);
+
+// Add: a line to remember, saved with source "web".
+const addForm = h('form', 'mem-add');
+addForm.id = 'memory-add';
+const addInput = h('input', 'mem-input');
+addInput.id = 'memory-new';
+addInput.type = 'text';
+addInput.placeholder = 'Something to remember…';
+addInput.autocomplete = 'off';
+addInput.setAttribute('aria-label', 'Something for the assistant to remember');
+const addBtn = h('button', 'small', 'Remember');
+addBtn.type = 'submit';
+addForm.append(addInput, addBtn);
+
+// Search within: filters what is listed, as you type.
+const filter = h('input', 'mem-filter');
+filter.id = 'memory-filter';
+filter.type = 'search';
+filter.placeholder = 'Search memory…';
+filter.autocomplete = 'off';
+filter.spellcheck = false;
+filter.setAttribute('aria-label', 'Search within the memory');
+filter.setAttribute('aria-controls', 'memory-list');
+
+const status = h('p', 'mem-status', '');
+status.id = 'memory-status';
+status.setAttribute('role', 'status');
+const error = h('p', 'mem-error', '');
+error.id = 'memory-error';
+error.setAttribute('role', 'alert');
+error.hidden = true;
+const undoBar = h('div', 'mem-undo');
+undoBar.id = 'memory-undo';
+undoBar.hidden = true;
+const undoText = h('span', 'mem-undo-text', '');
+const undoBtn = h('button', 'small', 'Undo');
+undoBtn.type = 'button';
+undoBtn.id = 'memory-undo-btn';
+undoBtn.title = 'Save the forgotten text again (as a new item)';
+undoBar.append(undoText, undoBtn);
+const list = h('ul', 'mem-list');
+list.id = 'memory-list';
+panel.append(head, addForm, filter, error, undoBar, status, list);
+document.querySelector('header.top').after(panel);
+
+let items = [];
+let loadError = '';
+let loaded = false;
+let loading = null;
+let again = false;
+let undo = null;     // {text, timer}: the last item forgotten here
+const editing = new Map(); // id → {draft, base}: items open for editing (their text as it was when opened)
+
+// req sends a JSON request with the token; errors become one sentence.
+async function req(method, path, body) {
+  const token = getToken();
+  const headers = token ? { Authorization: 'Bearer ' + token } : {};
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let res;
+  try {
+    res = await fetch(path, { method, headers, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout ? AbortSignal.timeout(30000) : undefined });
+  } catch {
+    throw new Error(navigator.onLine ? 'the server did not answer' : 'no network');
+  }
+  if (res.status === 401) {
+    askForToken();
+    throw new Error('an access token is needed');
+  }
+  let b = null;
+  try { b = await res.json(); } catch { /* 204, or not JSON */ }
+  if (!res.ok) {
+    const e = new Error((b && b.message) || 'the server answered ' + res.status);
+    e.status = res.status;
+    throw e;
+  }
+  return b || {};
+}
+
+function showError(text) {
+  error.textContent = text;
+  error.hidden = !text;
+}
+
+async function refresh() {
+  // A look asked for while one is under way may follow a change that one
+  // missed: it is made once that one is done.
+  if (loading) { again = true; return loading; }
+  loading = apiGet('/api/memory', {}).then((b) => {
+    items = Array.isArray(b.items) ? b.items : [];
+    loadError = '';
+    loaded = true;
+  }, (e) => {
+    loadError = 'Could not load the memory: ' + e.message + '.';
+  }).finally(() => {
+    loading = null;
+    if (again) { again = false; refresh(); }
+    paint();
+  });
+  return loading;
+}
+
+const norm = (s) => String(s).toLocaleLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
+function matches(it, words) {
+  const t = norm(it.text + ' ' + it.source);
+  return words.every((w) => t.includes(w));
+}
+
+function paint() {
+  count.replaceChildren(...(items.length ? [h('span', 'mem-sep', ' · '), String(items.length)] : []));
+  total.textContent = items.length ? ' · ' + items.length + (items.length === 1 ? ' item' : ' items') : '';
+  const words = norm(filter.value).split(/\s+/).filter(Boolean);
+  // Newest change first.
+  const shown = items.filter((it) => !words.length || matches(it, words))
+    .sort((a, b) => String(b.updated || b.created).localeCompare(String(a.updated || a.created)));
+  if (loadError) status.textContent = loadError;
+  else if (!loaded) status.textContent = 'Loading…';
+  else if (!items.length) status.textContent = 'The assistant remembers nothing yet. Add something above, or tell it: “remember that …”.';
+  else if (words.length) status.textContent = shown.length ? shown.length + ' of ' + items.length + ' match.' : 'Nothing in memory matches “' + filter.value.trim() + '”.';
+  else status.textContent = '';
+  for (const id of editing.keys()) {
+    if (!items.some((it) => it.id === id)) dropEditor(id);
+  }
+  reconcile(shown);
+}
+
+// An item forgotten elsewhere while open here: its draft is not lost, it
+// goes into the Add box (Remember saves it as a new item).
+function dropEditor(id) {
+  const ed = editing.get(id);
+  editing.delete(id);
+  if (ed && ed.draft.trim() && ed.draft !== ed.base) {
+    addInput.value = ed.draft;
+    showError('The item you were editing was forgotten from another door; your text is in the box above — Remember saves it again.');
+  }
+}
+
+// One element per item, kept across repaints so an open editor keeps its
+// focus and its text while the list changes around it.
+const nodes = new Map();
+function reconcile(shown) {
+  const seen = new Set();
+  let prev = null;
+  for (const it of shown) {
+    seen.add(it.id);
+    let li = nodes.get(it.id);
+    if (!li) { li = build(it.id); nodes.set(it.id, li); }
+    update(li, it);
+    const want = prev ? prev.nextSibling : list.firstChild;
+    if (want !== li) list.insertBefore(li, want);
+    prev = li;
+  }
+  for (const [id, li] of nodes) if (!seen.has(id)) { li.remove(); nodes.delete(id); }
+}
+
+function build(id) {
+  const li = h('li', 'mem-item');
+  li.dataset.id = id;
+  const text = h('p', 'mem-text');
+  const box = h('textarea', 'mem-edit');
+  box.rows = 2;
+  box.setAttribute('aria-label', 'Edit this memory');
+  box.hidden = true;
+  const meta = h('p', 'mem-meta');
+  const actions = h('div', 'mem-actions');
+  for (const [action, label, cls] of [['edit', 'Edit', 'small'], ['save', 'Save', 'small'], ['discard', 'Cancel', 'small'], ['forget', 'Forget', 'small danger']]) {
+    const b = h('button', cls, label);
+    b.type = 'button';
+    b.dataset.action = action;
+    actions.append(b);
+  }
+  li.append(text, box, meta, actions);
+  return li;
+}
+
+function update(li, it) {
+  const ed = editing.get(it.id);
+  li.classList.toggle('editing', !!ed);
+  li.querySelector('.mem-text').textContent = it.text;
+  li.querySelector('.mem-text').hidden = !!ed;
+  const box = li.querySelector('.mem-edit');
+  box.hidden = !ed;
+  if (ed && box.value !== ed.draft) box.value = ed.draft;
+  const changed = it.updated && it.updated !== it.created;
+  const when = changed ? it.updated : it.created;
+  const meta = li.querySelector('.mem-meta');
+  meta.textContent = (it.source ? 'by ' + it.source + ' · ' : '') + (changed ? 'edited ' : 'saved ') + whenLabel(when);
+  const d = timeOf(when);
+  meta.title = d ? fullTime(d) + ' · ' + it.id : it.id;
+  const short = it.text.length > 60 ? it.text.slice(0, 60) + '…' : it.text;
+  for (const b of li.querySelectorAll('.mem-actions button')) {
+    const a = b.dataset.action;
+    b.hidden = ed ? a === 'edit' || a === 'forget' : a === 'save' || a === 'discard';
+    b.setAttribute('aria-label', b.textContent + ': ' + short);
+  }
+}
+
+function startEdit(id) {
+  const it = items.find((x) => x.id === id);
+  if (!it) return;
+  editing.set(id, { draft: it.text, base: it.text });
+  paint();
+  const box = nodes.get(id) && nodes.get(id).querySelector('.mem-edit');
+  if (box) { box.focus(); box.setSelectionRange(box.value.length, box.value.length); }
+}
+
+function stopEdit(id) {
+  editing.delete(id);
+  paint();
+  const li = nodes.get(id);
+  const b = li && li.querySelector('button[data-action="edit"]');
+  if (b) b.focus();
+}
+
+async function saveEdit(id, btn) {
+  const ed = editing.get(id);
+  if (!ed) return;
+  const text = ed.draft.trim();
+  if (!text) { showError('A memory cannot be empty: use Forget to remove it.'); return; }
+  if (text === ed.base.trim()) { stopEdit(id); return; }
+  btn.disabled = true;
+  try {
+    const it = await req('PUT', '/api/memory/' + encodeURIComponent(id), { text });
+    showError('');
+    editing.delete(id);
+    if (it && it.id) items = items.map((x) => (x.id === it.id ? it : x));
+    paint();
+  } catch (e) {
+    if (e.status === 404) { // forgotten elsewhere meanwhile: the draft goes to the Add box
+      items = items.filter((x) => x.id !== id);
+      paint();
+    } else {
+      showError('Could not save the change: ' + e.message + '. Your text is still in the box.');
+    }
+  } finally {
+    btn.disabled = false;
+  }
+  refresh();
+}
+
+async function forget(id, btn) {
+  const it = items.find((x) => x.id === id);
+  if (!it) return;
+  btn.disabled = true;
+  try {
+    await req('DELETE', '/api/memory/' + encodeURIComponent(id));
+  } catch (e) {
+    btn.disabled = false;
+    // Already gone (another door forgot it) is what was wanted.
+    if (e.status !== 404) { showError('Could not forget it: ' + e.message + '.'); return; }
+  }
+  showError('');
+  items = items.filter((x) => x.id !== id);
+  editing.delete(id);
+  offerUndo(it.text);
+  paint();
+  refresh();
+}
+
+function offerUndo(text) {
+  if (undo) clearTimeout(undo.timer);
+  undo = { text, timer: setTimeout(() => { undo = null; undoBar.hidden = true; }, 60000) };
+  const short = text.length > 80 ? text.slice(0, 80) + '…' : text;
+  undoText.textContent = 'Forgotten: “' + short + '”. Undo saves it again as a new item.';
+  undoBar.hidden = false;
+  undoBtn.disabled = false;
+}
+
+undoBtn.addEventListener('click', async () => {
+  if (!undo) return;
+  undoBtn.disabled = true;
+  try {
+    await add(undo.text);
+  } catch (e) {
+    undoBtn.disabled = false;
+    showError('Could not save it again: ' + e.message + '.');
+    return;
+  }
+  clearTimeout(undo.timer);
+  undo = null;
+  undoBar.hidden = true;
+});
+
+async function add(text) {
+  const it = await req('POST', '/api/memory', { text });
+  showError('');
+  if (it && it.id && !items.some((x) => x.id === it.id)) items = items.concat([it]);
+  loaded = true;
+  paint();
+  refresh();
+  return it;
+}
+
+addForm.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const text = addInput.value.trim();
+  if (!text) { addInput.focus(); return; }
+  addBtn.disabled = true;
+  try {
+    await add(text);
+    addInput.value = '';
+  } catch (err) {
+    showError('Could not remember it: ' + err.message + '. Your text is still in the box.');
+  } finally {
+    addBtn.disabled = false;
+  }
+});
+
+list.addEventListener('click', (e) => {
+  const btn = e.target.closest('button[data-action]');
+  const li = btn && btn.closest('li[data-id]');
+  if (!li) return;
+  const id = li.dataset.id;
+  switch (btn.dataset.action) {
+    case 'edit': startEdit(id); break;
+    case 'save': saveEdit(id, btn); break;
+    case 'discard': stopEdit(id); break;
+    case 'forget': forget(id, btn); break;
+  }
+});
+list.addEventListener('dblclick', (e) => {
+  const li = e.target.closest('.mem-text') && e.target.closest('li[data-id]');
+  if (li) startEdit(li.dataset.id);
+});
+list.addEventListener('input', (e) => {
+  const li = e.target.classList.contains('mem-edit') && e.target.closest('li[data-id]');
+  const ed = li && editing.get(li.dataset.id);
+  if (ed) ed.draft = e.target.value;
+});
+// In the editor Enter saves (Shift+Enter: a new line), Esc cancels.
+list.addEventListener('keydown', (e) => {
+  const li = e.target.classList.contains('mem-edit') && e.target.closest('li[data-id]');
+  if (!li || e.isComposing) return;
+  if (e.key === 'Enter' && !e.shiftKey) {
+    e.preventDefault();
+    saveEdit(li.dataset.id, li.querySelector('button[data-action="save"]'));
+  } else if (e.key === 'Escape') {
+    e.preventDefault();
+    e.stopPropagation();
+    stopEdit(li.dataset.id);
+  }
+});
+filter.addEventListener('input', paint);
+
+function toggle(open) {
+  panel.hidden = !open;
+  button.setAttribute('aria-expanded', String(open));
+  if (open) { refresh(); addInput.focus(); }
+}
+
+button.addEventListener('click', () => toggle(panel.hidden));
+close.addEventListener('click', () => { toggle(false); button.focus(); });
+
+// On each memory_changed (from any door) and after a reconnect (changes
+// while the connection was down sent no frame), look again.
+let rev = 0;
+let wasLive = false;
+let timer = null;
+const render = hooks.changed;
+hooks.changed = () => {
+  render();
+  const live = state.phase === 'live';
+  const reconnected = live && !wasLive;
+  wasLive = live;
+  if (state.memoryRev !== rev || reconnected) {
+    rev = state.memoryRev;
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 50); // a burst (a consolidation's items) is one look
+  }
+};
+refresh();
