@@ -219,13 +219,12 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, read := wsWatch(t, ctx, f.p.url)
-	read(func(e event.Event) bool { return e.Type == event.Synced })
+	// Watched on the new holder (a watcher is replayed what came before).
+	h2 := waitLeader(t, nodes, 60*time.Second)
+	_, read := wsWatch(t, ctx, nodes[h2].p.url)
 	isOurs := func(d event.UserData) bool { return d.ScheduleID == id }
-	if f.countUsers(t, isOurs) == 0 {
-		u := read(func(e event.Event) bool { return e.Type == event.User && isOurs(userData(e)) })
-		read(func(e event.Event) bool { return e.Type == event.TurnEnd && e.Turn == u.Turn })
-	}
+	u := read(func(e event.Event) bool { return e.Type == event.User && isOurs(userData(e)) })
+	read(func(e event.Event) bool { return e.Type == event.TurnEnd && e.Turn == u.Turn })
 	// Settled: the one-shot leaves the holder's list, seen through g.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -242,7 +241,6 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 	// followers' copies are checked for doubles only: see the email test).
 	nodes[h].spawn(t)
 	nodes[h].p.await(t, 60*time.Second)
-	h2 := waitLeader(t, nodes, 30*time.Second)
 	waitCount(t, nodes[h2], isOurs, 1)
 	for _, n := range nodes {
 		if c := n.countUsers(t, isOurs); c > 1 {
