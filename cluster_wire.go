@@ -109,12 +109,38 @@ type leadTasks struct {
 }
 
 func (lt *leadTasks) start(ctx context.Context, a *app, logger *slog.Logger) {
+	// A node that leads again: the last time's tasks end first (their ctx
+	// ended when it stopped leading).
+	for _, t := range lt.getAll() {
+		<-t.done
+	}
+	// A new holder starts from the schedules and the email spool the
+	// last one replicated.
+	if err := a.state.takeOver(ctx, a, logger); err != nil {
+		if ctx.Err() == nil {
+			logger.Error("cluster: could not take over the schedules and the email spool; this holder runs neither", "err", err)
+		}
+		return
+	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	if a.mail != nil {
 		lt.mail = startTask(ctx, logger, "email channel", a.mail.Run)
 	}
 	lt.sched = startTask(ctx, logger, "scheduler", a.sched.Run)
+	a.state.lead(ctx, a, logger)
+}
+
+// getAll returns the tasks started, if any.
+func (lt *leadTasks) getAll() []*task {
+	var all []*task
+	mail, sched := lt.get()
+	for _, t := range []*task{mail, sched} {
+		if t != nil {
+			all = append(all, t)
+		}
+	}
+	return all
 }
 
 func (lt *leadTasks) get() (mail, sched *task) {

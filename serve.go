@@ -108,7 +108,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
 				Stop:      func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() },
-				Schedules: a.sched})
+				Schedules: a.schedAPI})
 		})
 	}
 	if node == nil {
@@ -211,6 +211,10 @@ type app struct {
 	ws      *ws.Handler
 	handler http.Handler
 	runner  *clusterhub.Runner // a cluster node's; nil on a single node
+	// schedAPI is the schedule API of the doors: the scheduler, or on a
+	// cluster node the one that forwards to the holder's.
+	schedAPI web.Schedules
+	state    *clusterState // a cluster node's replicated files; nil on a single node
 
 	clusterMetrics *clusterhub.Metrics // a cluster node's
 }
@@ -230,6 +234,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	var link hub.Cluster
 	if node != nil {
 		lg, link = clusterHub(node, a)
+		a.state = newClusterState(cfg, node, a)
 	}
 	a.hub = newHub(cfg, logger, st, ag, a.turnTools, lg, link)
 	registry := prometheus.NewRegistry()
@@ -239,7 +244,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 
 	if cfg.Channels.Email.Enabled {
-		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files); err != nil {
+		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files, a.state.mailReplicate()); err != nil {
 			return nil, err // it names the channel and the variable to set
 		}
 		registry.MustRegister(a.mail.Collector())
@@ -247,6 +252,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
 		return nil, err
 	}
+	a.schedAPI = a.state.schedules(a.sched)
 	if a.tools != nil {
 		// mcp.max_tools counts every tool of a request: the history and
 		// schedule tools come first, the MCP servers' share the rest.
@@ -288,7 +294,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 
 		Attachments:        st.files,
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
-		Schedules:          a.sched,
+		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
 		Cluster:            clusterStatusFunc(a, node),
 	})
@@ -375,6 +381,8 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 		// Every open tab's Scheduled panel looks again (a.ws is set by
 		// the time Run starts, which is the only caller).
 		Changed: func() { a.ws.Broadcast(event.New(event.SchedulesChanged, "", time.Now(), nil)) },
+		// A cluster holder's schedules.json is replicated for the next one.
+		Replicate: a.state.schedReplicate(),
 	}
 	if a.mail != nil && cfg.Schedules.NotifyTo != "" {
 		opts.Mailer, opts.NotifyTo = a.mail, cfg.Schedules.NotifyTo
@@ -387,7 +395,8 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 // silently not answering mail. It stops before the hub at shutdown, so no
 // mail is handed to a stopping session; what is unanswered waits in
 // <data_dir>/email for the next start.
-func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, files email.AttachmentStore) (*email.Channel, error) {
+func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, files email.AttachmentStore,
+	replicate func([]byte) error) (*email.Channel, error) {
 	e := cfg.Channels.Email
 	return email.New(h, email.Options{
 		Address: e.Address, AllowFrom: e.AllowFrom, MaxBytes: e.MaxBytes, RatePerHour: e.RatePerHour,
@@ -398,6 +407,7 @@ func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) stri
 			Password: getenv(e.SMTP.PasswordEnv), PasswordEnv: e.SMTP.PasswordEnv},
 		DataDir: cfg.DataDir, Logger: logger,
 		Attachments: files, MaxAttachments: cfg.Attachments.MaxPerMessage,
+		Replicate: replicate,
 	})
 }
 

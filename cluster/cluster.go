@@ -147,6 +147,7 @@ type Node struct {
 	stream   jetstream.Stream
 	kv       jetstream.KeyValue
 	files    jetstream.ObjectStore
+	state    jetstream.KeyValue
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
 
@@ -343,6 +344,7 @@ func (n *Node) bind(ctx context.Context) error {
 		{"log stream " + LogStream, n.bindStream},
 		{"lease bucket " + LeaseBucket, n.bindLease},
 		{"object store " + FilesBucket, n.bindFiles},
+		{"state bucket " + StateBucket, n.bindState},
 	}
 	for _, s := range steps {
 		var last error

@@ -200,8 +200,8 @@ func (n *Node) Nodes() []string {
 }
 
 // steward refreshes Nodes and, while this node holds the lease, hands the
-// Raft leadership of the log stream and the lease bucket to a healthy
-// other peer. It runs until ctx ends.
+// Raft leadership of the log stream, the lease bucket and the state bucket
+// to a healthy other peer. It runs until ctx ends.
 func (n *Node) steward(ctx context.Context) {
 	t := time.NewTicker(handoffEvery)
 	defer t.Stop()
@@ -214,6 +214,7 @@ func (n *Node) steward(ctx context.Context) {
 		role, _ := n.Role()
 		n.tend(ctx, LogStream, role == Leader, true)
 		n.tend(ctx, "KV_"+LeaseBucket, role == Leader, false)
+		n.tend(ctx, "KV_"+StateBucket, role == Leader, false)
 	}
 }
 

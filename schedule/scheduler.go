@@ -79,6 +79,12 @@ type Options struct {
 	Changed func()
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
+	// Replicate, if set, is given the bytes of schedules.json after each
+	// write of it, on Run's goroutine, before anything that write records
+	// happens (a firing is submitted only once it is replicated). An error
+	// fails the change as a failed write would (cluster: the copy a new
+	// holder reads after a failover).
+	Replicate func(b []byte) error
 	// RetryAfter is the wait before a firing the session refused (full
 	// queue, storage fault) or a failed write of schedules.json is tried
 	// again. Default 30 s.
@@ -111,9 +117,13 @@ type Scheduler struct {
 	path string
 	log  *slog.Logger
 	cmds chan any
-	done chan struct{}
-	runs sync.WaitGroup // firings under way
-	// damage is what Open found wrong with schedules.json, opened when;
+	// done is closed when Run returns; Reload makes a new one for the
+	// next Run (a cluster node that leads again).
+	doneMu sync.Mutex
+	done   chan struct{}
+	runs   sync.WaitGroup // firings under way
+	// damage is what Open found wrong with schedules.json, opened when
+	// (opened is moved by Reload, which runs before Run);
 	// set before Open returns and never changed, so any goroutine may
 	// read them.
 	damage *Damage
@@ -168,6 +178,35 @@ func Open(sess Session, opts Options) (*Scheduler, error) {
 	return s, nil
 }
 
+// Reload reads schedules.json again, for a cluster node that has just
+// been given the schedules of the holder before it (the file was
+// replaced while this Scheduler was not running). Call it only while Run
+// is not running. Damage found now is logged and the file kept aside as at Open;
+// Damage still reports what Open found.
+func (s *Scheduler) Reload() error {
+	list, damage, err := load(s.path, s.opts.Clock.Now())
+	if err != nil {
+		return err
+	}
+	if damage != nil {
+		s.log.Error(damage.Message(), "kept_as", damage.File, "dropped", len(damage.Dropped), "loaded", damage.Loaded)
+	}
+	s.all = make(map[string]*Schedule, len(list))
+	for _, sc := range list {
+		s.all[sc.ID] = sc
+	}
+	s.retry, s.hold = map[string]time.Time{}, time.Time{}
+	s.doneMu.Lock()
+	select {
+	case <-s.done:
+		s.done = make(chan struct{}) // for the next Run
+	default:
+	}
+	s.doneMu.Unlock()
+	s.opened = s.opts.Clock.Now()
+	return nil
+}
+
 // Damage reports what a damaged schedules.json cost at start (nil: the
 // file was sound or missing). It stays the same until the next start.
 // Safe from any goroutine.
@@ -196,10 +235,14 @@ type (
 	}
 )
 
-// Run fires schedules until ctx ends; call it once. Firings under way
+// Run fires schedules until ctx ends; call it once, or again only after
+// Reload (a cluster node runs it each time it leads). Firings under way
 // when ctx ends stay recorded and are offered again at the next start.
 func (s *Scheduler) Run(ctx context.Context) error {
-	defer close(s.done)
+	s.doneMu.Lock()
+	done := s.done
+	s.doneMu.Unlock()
+	defer close(done)
 	defer s.runs.Wait()
 	s.start(ctx)
 	timer := s.opts.Clock.NewTimer(time.Hour)
@@ -453,12 +496,18 @@ func (s *Scheduler) step(name, key string) bool {
 // save writes every schedule to disk, then tells Options.Changed. A
 // failure is an *Error.
 func (s *Scheduler) save() error {
-	if err := save(s.path, s.all); err != nil {
+	b, err := saveBytes(s.path, s.all)
+	if err != nil {
 		code := "storage_error"
 		if errors.Is(err, syscall.ENOSPC) {
 			code = "storage_full"
 		}
 		return &Error{Code: code, Message: "could not write schedules.json: " + err.Error()}
+	}
+	if s.opts.Replicate != nil {
+		if err := s.opts.Replicate(b); err != nil {
+			return &Error{Code: "storage_error", Message: "could not replicate schedules.json to the cluster: " + err.Error()}
+		}
 	}
 	if s.opts.Changed != nil {
 		s.opts.Changed()
@@ -591,11 +640,14 @@ func shorten(s string, n int) string {
 // call sends c and waits for the answer on reply.
 func call[T any](ctx context.Context, s *Scheduler, c any, reply chan T) (T, error) {
 	var zero T
+	s.doneMu.Lock()
+	done := s.done
+	s.doneMu.Unlock()
 	select {
 	case s.cmds <- c:
 	case <-ctx.Done():
 		return zero, ctx.Err()
-	case <-s.done:
+	case <-done:
 		return zero, ErrStopped
 	}
 	select {
@@ -603,7 +655,7 @@ func call[T any](ctx context.Context, s *Scheduler, c any, reply chan T) (T, err
 		return r, nil
 	case <-ctx.Done():
 		return zero, ctx.Err()
-	case <-s.done:
+	case <-done:
 		return zero, ErrStopped
 	}
 }

@@ -246,6 +246,12 @@ func keepAside(path string, b []byte, now time.Time, move bool) (string, error) 
 // save writes every schedule to path atomically (temp file, fsync,
 // rename), oldest first, mode 0600.
 func save(path string, all map[string]*Schedule) error {
+	_, err := saveBytes(path, all)
+	return err
+}
+
+// saveBytes is save that also returns the bytes written.
+func saveBytes(path string, all map[string]*Schedule) ([]byte, error) {
 	list := make([]*Schedule, 0, len(all))
 	for _, s := range all {
 		list = append(list, s)
@@ -253,9 +259,9 @@ func save(path string, all map[string]*Schedule) error {
 	sortSchedules(list)
 	b, err := json.MarshalIndent(file{V: fileVersion, Schedules: list}, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return atomicfile.Write(path, b, 0o600)
+	return b, atomicfile.Write(path, b, 0o600)
 }
 
 // sortSchedules orders by creation, then id.

@@ -115,6 +115,15 @@ type Options struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
+	// Replicate, if set, is given a snapshot of the spool (RestoreSpool
+	// reads it) after the receiver moved the cursor or committed a mail and
+	// after the worker queued a reply, and, required, before each reply is
+	// sent and after it was: a reply goes out only once the spool that
+	// records it is replicated. On a cluster it is the copy a new lease
+	// holder starts from after a failover. It may be called from several
+	// goroutines, one call at a time.
+	Replicate func(snapshot []byte) error
+
 	// quiet, if set, replaces the read timeout derived from IdleRestart
 	// and PollInterval (tests with a dead peer).
 	quiet time.Duration
@@ -166,6 +175,8 @@ type Channel struct {
 
 	wakeWorker chan struct{} // 1 slot: inbox/ has new work
 	wakeSender chan struct{} // 1 slot: outbox/ has new work
+
+	replMu sync.Mutex // one replicate at a time
 
 	mu      sync.Mutex // guards metrics only
 	metrics Metrics
@@ -337,6 +348,9 @@ func (c *Channel) step(name string) error {
 // tests, the simulated crash). IMAP, SMTP and session errors are logged
 // and retried, never returned.
 func (c *Channel) Run(ctx context.Context) error {
+	if err := c.spool.reloadState(); err != nil {
+		return fmt.Errorf("email channel: %w", err)
+	}
 	if err := c.recover(); err != nil {
 		return fmt.Errorf("email channel: %w", err)
 	}

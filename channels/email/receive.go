@@ -478,6 +478,7 @@ func (c *Channel) handle(ctx context.Context, cl *imapclient.Client, st *mailbox
 	if err := c.commit(it.Key); err != nil {
 		return err
 	}
+	c.replicated()
 	c.count(func(mt *Metrics) { mt.Accepted++ })
 	c.log.Info("email accepted", "from", it.From, "subject", it.Subject, "uid", m.UID)
 	wake(c.wakeWorker)
@@ -495,6 +496,7 @@ func (c *Channel) advance(st *mailboxState, uid uint32, key string) error {
 		c.log.Info("the email spool can be written again")
 		c.spoolReported = false
 	}
+	c.replicated()
 	return nil
 }
 

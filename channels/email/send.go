@@ -160,6 +160,12 @@ func (c *Channel) deliver(ctx context.Context, it outboxItem) error {
 	if err != nil {
 		return err
 	}
+	// Replicated first: a holder that takes over after a failover must
+	// know this reply exists (it sends it again, with the same
+	// Message-ID, only if it was not recorded as sent).
+	if err := c.replicate(); err != nil {
+		return err
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
@@ -174,6 +180,7 @@ func (c *Channel) deliver(ctx context.Context, it outboxItem) error {
 		// Not fatal for this reply, but it would go out again: say so loudly.
 		c.log.Error("reply sent but its outbox file could not be removed; it may be sent again", "err", err)
 	}
+	c.replicated()
 	if d := c.opts.Now().Sub(it.Received); !it.Received.IsZero() && d >= 0 {
 		c.answered.Observe(d.Seconds())
 	}

@@ -225,6 +225,7 @@ func (c *Channel) answer(ctx context.Context, it inboxItem, o hub.TurnOutcome) e
 	if err := c.step("inbox-deleted"); err != nil {
 		return err
 	}
+	c.replicated()
 	if o.Status != event.StatusCompleted {
 		c.log.Warn("email turn did not complete; a note goes back instead", "from", it.From, "turn", o.Turn, "status", o.Status, "err", o.Error)
 	}

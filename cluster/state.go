@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StateBucket is the KV bucket of the holder's small files that a new
+// holder needs after a failover: schedules.json, the email channel's
+// cursor and spool. No TTL, one revision a key, as many replicas as the
+// log stream.
+const StateBucket = "FRONTDESK_STATE"
+
+// GetState returns the value of key in StateBucket and its revision; a
+// key never put is (nil, 0, nil). It reads any replica (direct get), so it
+// works while the bucket elects a leader only if a replica answers.
+func (n *Node) GetState(ctx context.Context, key string) ([]byte, uint64, error) {
+	e, err := n.state.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("cluster: get state %s: %w", key, err)
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// PutState stores value under key if the key's revision is still rev (0:
+// the key must not exist yet) and returns the new revision. A key changed
+// by someone else meanwhile is refused with ErrFenced and nothing is
+// written: the writer is not the holder any more, or another holder wrote
+// after it read.
+func (n *Node) PutState(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	var (
+		nrev uint64
+		err  error
+	)
+	if rev == 0 {
+		nrev, err = n.state.Create(ctx, key, value)
+	} else {
+		nrev, err = n.state.Update(ctx, key, value, rev)
+	}
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		return 0, fmt.Errorf("cluster: put state %s at revision %d: %w", key, rev, ErrFenced)
+	case err != nil:
+		return 0, fmt.Errorf("cluster: put state %s: %w", key, err)
+	}
+	return nrev, nil
+}
+
+func (n *Node) bindState(ctx context.Context) error {
+	kv, err := n.js.KeyValue(ctx, StateBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:       StateBucket,
+			Description:  "frontdesk holder state: schedules, email cursor",
+			History:      1,
+			Storage:      jetstream.FileStorage,
+			Replicas:     n.replicas,
+			MaxValueSize: MaxEventBytes,
+		})
+	}
+	if err != nil {
+		return err
+	}
+	n.state = kv
+	return nil
+}
