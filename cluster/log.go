@@ -158,47 +158,6 @@ func (n *Node) LastSeq(ctx context.Context) (int64, error) {
 	return int64(info.State.LastSeq), nil
 }
 
-// Follow calls fn with every event of the log after seq after, in order,
-// and then with each new one as it is appended, until ctx ends (it returns
-// nil then) or fn returns an error (returned as is). It reads through an
-// ordered consumer with a 500 ms heartbeat, so a consumer whose server died
-// is noticed and re-created within about a second. fn runs on Follow's
-// goroutine, one event at a time. An event whose seq is not the stream
-// sequence of its message is an error.
-func (n *Node) Follow(ctx context.Context, after int64, fn func(event.Event) error) error {
-	cons, err := n.orderedConsumer(ctx, after)
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages(jetstream.PullHeartbeat(500*time.Millisecond),
-		jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return fmt.Errorf("cluster: follow the log: %w", err)
-	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	defer it.Stop()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				continue // the ordered consumer re-creates itself
-			}
-			return fmt.Errorf("cluster: follow the log: %w", err)
-		}
-		e, err := decodeMsg(m)
-		if err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-}
-
 // orderedConsumer makes the consumer Follow reads, retrying while the
 // stream has no leader (consumers need one) until ctx ends.
 func (n *Node) orderedConsumer(ctx context.Context, after int64) (jetstream.Consumer, error) {
