@@ -203,7 +203,10 @@ func (r *Runner) Run(ctx context.Context) error {
 					if ctx.Err() != nil {
 						return nil
 					}
-					r.o.Logger.Error("cluster: could not take over", "err", err)
+					// Still holding the lease: try again shortly (the log's
+					// leader may be being elected), unless the role moves on.
+					r.o.Logger.Error("cluster: could not take over; trying again", "err", err)
+					r.leadAgain()
 					continue
 				}
 				stopLead = stop
@@ -213,9 +216,22 @@ func (r *Runner) Run(ctx context.Context) error {
 				if err := r.follow(ctx); err != nil {
 					return err
 				}
+				// A fenced append (or a failed one that spent its seq)
+				// while the lease is still ours: lead again, from the log.
+				r.leadAgain()
 			}
 		}
 	}
+}
+
+// leadAgain tells Run to lead once more in a moment if this node still
+// holds the lease.
+func (r *Runner) leadAgain() {
+	time.AfterFunc(250*time.Millisecond, func() {
+		if r.State().Role == cluster.Leader.String() {
+			r.signal(cluster.Leader)
+		}
+	})
 }
 
 // changed records a role change and passes it to Run.

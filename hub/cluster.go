@@ -356,7 +356,7 @@ func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
 	m.failover = true
 	// The tail may hold events this node had not been handed yet (read
 	// from the stream as it won): restore shows them to its clients.
-	m.shown = max(m.shown, m.seq)
+	m.shown = max(m.shown, m.lastDelivered())
 	m.rebuild(tail)
 	m.unpark(true)
 	m.migrateLongTerm()
@@ -388,9 +388,21 @@ func (m *SessionManager) demote(tail []event.Event) {
 	// Its clients have seen everything it appended; its copy of the log
 	// may not have all of it yet, and what the copy then hands in again
 	// goes to the buffer, not to them twice.
-	m.shown = max(m.shown, m.seq)
+	m.shown = max(m.shown, m.lastDelivered())
 	m.rebuild(tail)
 	m.cfg.Logger.Warn("this node lost the lease: it follows the log again", "last_seq", m.seq)
+}
+
+// lastDelivered is the seq of the last persisted event this node's clients
+// were given: not m.seq, which counts seqs a failed append spent (they may
+// name another node's events).
+func (m *SessionManager) lastDelivered() int64 {
+	for i := len(m.buf) - 1; i >= 0; i-- {
+		if s := m.buf[i].Event.Seq; s > 0 {
+			return s
+		}
+	}
+	return 0
 }
 
 // rebuild replaces the session's state with what tail (this node's copy
