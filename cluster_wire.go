@@ -44,6 +44,32 @@ func clusterSecretSet(cfg config.Config, getenv func(string) string) error {
 	return nil
 }
 
+// joinCluster joins the cluster when cluster.node is set (startCluster);
+// nil on a single node.
+func joinCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {
+	if !cfg.Cluster.Enabled() {
+		return nil, nil
+	}
+	return startCluster(ctx, cfg, st, getenv, logger)
+}
+
+// startRunner starts the runner that joins the hub to the cluster (the
+// log copied in, the lease election, the holder's doors when this node
+// wins) on a cluster node; stop stops it and waits; errc gets its error.
+// On a single node both do nothing.
+func startRunner(ctx context.Context, cfg config.Config, node *cluster.Node, a *app, st *stores, lt *leadTasks,
+	logger *slog.Logger) (stop func(), errc <-chan error) {
+	runnerErr := make(chan error, 1)
+	if node == nil {
+		return func() {}, runnerErr
+	}
+	a.runner = newRunner(cfg, node, a, st, lt, logger)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); runnerErr <- a.runner.Run(rctx) }()
+	return func() { cancel(); <-done }, runnerErr
+}
+
 // startCluster joins this node to the cluster (cluster.node set): NATS
 // up, the log stream bound, this data directory checked against it and
 // given the cluster's session id.

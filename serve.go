@@ -52,15 +52,14 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	var node *cluster.Node
-	if cfg.Cluster.Enabled() {
-		if node, err = startCluster(ctx, cfg, st, getenv, logger); err != nil {
-			st.close()
-			return err
-		}
+	node, err := joinCluster(ctx, cfg, st, getenv, logger)
+	if node != nil {
 		defer node.Close()
 	}
-	a, err := wire(cfg, token, getenv, logger, st, node)
+	var a *app
+	if err == nil {
+		a, err = wire(cfg, token, getenv, logger, st, node)
+	}
 	if err != nil {
 		st.close()
 		return err
@@ -88,14 +87,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// On a cluster node the runner copies the log in and takes part in the
 	// lease election; the holder's doors start when this node wins.
 	var lt leadTasks
-	stopRunner, runnerErr := func() {}, make(chan error, 1)
-	if node != nil {
-		a.runner = newRunner(cfg, node, a, st, &lt, logger)
-		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() { defer close(done); runnerErr <- a.runner.Run(rctx) }()
-		stopRunner = func() { cancel(); <-done }
-	}
+	stopRunner, runnerErr := startRunner(ctx, cfg, node, a, st, &lt, logger)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
@@ -107,16 +99,28 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if withConsole {
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
-				Stop:      func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() },
-				Schedules: a.schedAPI})
+				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI})
 		})
 	}
 	if node == nil {
 		lt.start(ctx, a, logger)
 	}
 
-	var runErr error
-	hubStopped := false
+	runErr, hubStopped := waitForEnd(ctx, logger, hubErr, srvErr, runnerErr)
+	mail, sched := lt.get()
+	// The holder keeps its lease until its hub has closed the turn: then
+	// it lets go, and another node takes over at once.
+	afterHub := func() { stopRunner(); go stopTools() }
+	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, afterHub, srv, a.ws, st.chatLog); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
+
+// waitForEnd waits for a signal (ctx), the hub's end, the HTTP server's
+// failure or the cluster runner's; it returns the error that ended the
+// server and whether the hub has already returned.
+func waitForEnd(ctx context.Context, logger *slog.Logger, hubErr, srvErr, runnerErr <-chan error) (runErr error, hubStopped bool) {
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
@@ -127,14 +131,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	case runErr = <-runnerErr:
 		logger.Error("cluster", "err", runErr)
 	}
-	mail, sched := lt.get()
-	// The holder keeps its lease until its hub has closed the turn: then
-	// it lets go, and another node takes over at once.
-	afterHub := func() { stopRunner(); go stopTools() }
-	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, afterHub, srv, a.ws, st.chatLog); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+	return runErr, hubStopped
 }
 
 // stores are the files the session lives on.
