@@ -161,7 +161,10 @@ func (c *testCluster) holder() int {
 		}
 		for i, n := range c.nodes {
 			if agree && n.name == leader && n.p != nil {
-				return i
+				// The holder says leader once its hub has taken over.
+				if s, err := c.session(i); err == nil && s.Cluster != nil && s.Cluster.Role == "leader" {
+					return i
+				}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -247,10 +250,20 @@ func readChatLog(t testing.TB, dir string) []event.Event {
 // answer's body.
 func (c *testCluster) postInput(i int, content, id string, wait bool) (int, []byte, error) {
 	url := c.nodes[i].p.url
-	if wait {
-		return c.postInputTo(url, content, id, "?wait=1")
+	if !wait {
+		return c.postInputTo(url, content, id)
 	}
-	return c.postInputTo(url, content, id)
+	// As a client should: no_leader (nothing stored) says try again
+	// shortly — a holder that has just taken over may not serve its
+	// followers' requests for a moment yet.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, body, err := c.postInputTo(url, content, id, "?wait=1")
+		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(body), `"no_leader"`) || time.Now().After(deadline) {
+			return code, body, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // postInputTo posts content to the node at url (query: ?wait=1 or none).

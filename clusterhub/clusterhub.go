@@ -135,10 +135,24 @@ func New(o Options) *Runner {
 }
 
 // State returns this node's view of the cluster.
+// A node that holds the lease but whose hub has not taken over yet (it is
+// still reading the log) says electing: nobody runs the session yet.
 func (r *Runner) State() State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return State{Node: r.o.Node.Name(), Leader: r.holder, Role: r.role.String(), Nodes: r.o.Node.Nodes()}
+	role := r.role
+	if role == cluster.Leader && !r.o.Hub.Leading() {
+		role = cluster.Electing
+	}
+	return State{Node: r.o.Node.Name(), Leader: r.holder, Role: role.String(), Nodes: r.o.Node.Nodes()}
+}
+
+// holding reports whether this node holds the lease (whether or not its
+// hub leads yet).
+func (r *Runner) holding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.role == cluster.Leader
 }
 
 // Fenced tells Run that an append was refused because another node
@@ -228,7 +242,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // holds the lease.
 func (r *Runner) leadAgain() {
 	time.AfterFunc(250*time.Millisecond, func() {
-		if r.State().Role == cluster.Leader.String() {
+		if r.holding() {
 			r.signal(cluster.Leader)
 		}
 	})
