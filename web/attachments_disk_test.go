@@ -54,6 +54,10 @@ func TestUploadToFailingDisk(t *testing.T) {
 		lg.Close()
 	})
 	e := &fileEnv{hub: m, srv: srv, store: store, dir: storeDir}
+	// The hub runs (session.json read) before the disk fails.
+	if _, err := m.Info(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	disk.Fail()
 	file := make([]byte, 64<<10) // many pages: it cannot fit in the tmpfs's last one

@@ -206,6 +206,11 @@ func TestMemoryAPIStorageFault(t *testing.T) {
 	srv := httptest.NewServer(web.Handler(m, web.Options{WS: ws.New(m, ws.Options{})}))
 	t.Cleanup(func() { cancel(); <-done; srv.Close(); lg.Close() })
 	e := &env{hub: m, srv: srv}
+	// The hub has loaded session.json and runs before the disk fails (a
+	// start on a failing disk is another story: Run returns its error).
+	if _, err := m.Info(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	disk.Fail()
 	// More than a page, so that it cannot slip into a full tmpfs.
