@@ -10,7 +10,7 @@
 // Every server string goes through textContent (h()).
 
 import { el, h, whenLabel, fullTime, timeOf } from './dom.js';
-import { state, hooks, apiGet, getToken, askForToken } from './shell.js';
+import { state, hooks, apiGet, apiCall } from './shell.js';
 
 // A bookmark and the word: on a phone only the bookmark and the count show.
 const button = h('button', 'small icon-btn');
@@ -95,32 +95,6 @@ let loading = null;
 let again = false;
 let undo = null;     // {text, timer}: the last item forgotten here
 const editing = new Map(); // id → {draft, base}: items open for editing (their text as it was when opened)
-
-// req sends a JSON request with the token; errors become one sentence.
-async function req(method, path, body) {
-  const token = getToken();
-  const headers = token ? { Authorization: 'Bearer ' + token } : {};
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  let res;
-  try {
-    res = await fetch(path, { method, headers, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout ? AbortSignal.timeout(30000) : undefined });
-  } catch {
-    throw new Error(navigator.onLine ? 'the server did not answer' : 'no network');
-  }
-  if (res.status === 401) {
-    askForToken();
-    throw new Error('an access token is needed');
-  }
-  let b = null;
-  try { b = await res.json(); } catch { /* 204, or not JSON */ }
-  if (!res.ok) {
-    const e = new Error((b && b.message) || 'the server answered ' + res.status);
-    e.status = res.status;
-    throw e;
-  }
-  return b || {};
-}
 
 function showError(text) {
   error.textContent = text;
@@ -265,7 +239,7 @@ async function saveEdit(id, btn) {
   if (text === ed.base.trim()) { stopEdit(id); return; }
   btn.disabled = true;
   try {
-    const it = await req('PUT', '/api/memory/' + encodeURIComponent(id), { text });
+    const it = await apiCall('PUT', '/api/memory/' + encodeURIComponent(id), { text });
     showError('');
     editing.delete(id);
     if (it && it.id) items = items.map((x) => (x.id === it.id ? it : x));
@@ -288,7 +262,7 @@ async function forget(id, btn) {
   if (!it) return;
   btn.disabled = true;
   try {
-    await req('DELETE', '/api/memory/' + encodeURIComponent(id));
+    await apiCall('DELETE', '/api/memory/' + encodeURIComponent(id));
   } catch (e) {
     btn.disabled = false;
     // Already gone (another door forgot it) is what was wanted.
@@ -327,7 +301,7 @@ undoBtn.addEventListener('click', async () => {
 });
 
 async function add(text) {
-  const it = await req('POST', '/api/memory', { text });
+  const it = await apiCall('POST', '/api/memory', { text });
   showError('');
   if (it && it.id && !items.some((x) => x.id === it.id)) items = items.concat([it]);
   loaded = true;

@@ -10,7 +10,7 @@
 // Every server string goes through textContent (h()).
 
 import { el, h, whenLabel, fullTime } from './dom.js';
-import { state, hooks, apiGet, getToken } from './shell.js';
+import { state, hooks, apiGet, apiCall } from './shell.js';
 
 // A clock and the word, like Search: on a phone only the clock and the count show.
 const button = h('button', 'small icon-btn');
@@ -110,16 +110,10 @@ function paint() {
 
 async function cancel(id, btn) {
   btn.disabled = true;
-  const token = getToken();
   try {
-    const res = await fetch('/api/schedules/' + encodeURIComponent(id), { method: 'DELETE',
-      headers: token ? { Authorization: 'Bearer ' + token } : {}, cache: 'no-store' });
-    if (!res.ok && res.status !== 404) {
-      let msg = 'the server answered ' + res.status;
-      try { msg = (await res.json()).message || msg; } catch { /* not JSON */ }
-      throw new Error(msg);
-    }
+    await apiCall('DELETE', '/api/schedules/' + encodeURIComponent(id));
   } catch (e) {
+    if (e.status === 404) { await refresh(); return; } // gone already: cancelled elsewhere, or fired
     btn.disabled = false;
     status.textContent = 'Could not cancel: ' + e.message + '.';
     return;

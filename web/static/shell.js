@@ -64,13 +64,22 @@ function runRequest(req) {
 }
 
 // apiGet fetches a JSON endpoint with the token; errors become one sentence.
-async function apiGet(path, params) {
+function apiGet(path, params) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
+  return apiCall('GET', path + '?' + q);
+}
+
+// apiCall sends method to a JSON endpoint with the token (body, if given,
+// as JSON) and returns the answer's JSON ({} for none); an error is one
+// sentence, with the HTTP status as its status when the server answered.
+async function apiCall(method, path, body) {
   const token = getToken();
+  const headers = token ? { Authorization: 'Bearer ' + token } : {};
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
-    res = await fetch(path + '?' + q, { headers: token ? { Authorization: 'Bearer ' + token } : {}, cache: 'no-store',
+    res = await fetch(path, { method, headers, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout ? AbortSignal.timeout(30000) : undefined });
   } catch {
     throw new Error(navigator.onLine ? 'the server did not answer' : 'no network');
@@ -79,10 +88,14 @@ async function apiGet(path, params) {
     askForToken();
     throw new Error('an access token is needed');
   }
-  let body = null;
-  try { body = await res.json(); } catch { /* not JSON */ }
-  if (!res.ok) throw new Error((body && body.message) || 'the server answered ' + res.status);
-  return body || {};
+  let b = null;
+  try { b = await res.json(); } catch { /* 204, or not JSON */ }
+  if (!res.ok) {
+    const e = new Error((b && b.message) || 'the server answered ' + res.status);
+    e.status = res.status;
+    throw e;
+  }
+  return b || {};
 }
 
 // The server refused our token on the API: the same prompt as for /ws.
@@ -208,5 +221,5 @@ function retryNow() {
 window.addEventListener('online', () => { if (!net.ws) retryNow(); });
 window.addEventListener('offline', changed);
 
-export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, askForToken,
+export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, apiCall, askForToken,
   DEFAULT_MAX_FRAME_BYTES };
