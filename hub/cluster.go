@@ -353,7 +353,6 @@ func (m *SessionManager) lead(ctx context.Context, tail []event.Event) {
 		return
 	}
 	m.leading.Store(true)
-	m.failover = true
 	// The tail may hold events this node had not been handed yet (read
 	// from the stream as it won): restore shows them to its clients.
 	m.shown = max(m.shown, m.lastDelivered())

@@ -276,12 +276,11 @@ type SessionManager struct {
 
 	// Cluster mode (see cluster.go). leading is also read by doors'
 	// goroutines (Submit forwards while it is false).
-	leading  atomic.Bool
-	remote   string         // a follower: the turn the holder runs, "" if none
-	early    []liveFrame    // a follower: live frames ahead of the log
-	parked   []subscribeCmd // a follower: clients ahead of it, waiting
-	failover bool           // restore closes what another node left open
-	shown    int64          // the last seq this node's clients were shown (cluster: see lead, demote)
+	leading atomic.Bool
+	remote  string         // a follower: the turn the holder runs, "" if none
+	early   []liveFrame    // a follower: live frames ahead of the log
+	parked  []subscribeCmd // a follower: clients ahead of it, waiting
+	shown   int64          // the last seq this node's clients were shown (cluster: see lead, demote)
 
 	// stopping is closed when shutdown begins: the memory writers then
 	// stop reporting to the hub.

@@ -92,7 +92,9 @@ func (m *SessionManager) restore(tail []event.Event) {
 // that was running.
 func (m *SessionManager) closeOpen(asked []ask, turns turnStates) {
 	by, why := ByRestart, "the server stopped while this reply was running"
-	if m.failover {
+	if m.cfg.Cluster != nil {
+		// A cluster node closes what is open only as it takes over from
+		// the node that ran the session (at its own start it follows).
 		by, why = ByFailover, "the node that ran this reply stopped"
 	}
 	for _, a := range asked {
