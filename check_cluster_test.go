@@ -21,7 +21,7 @@ func TestCheckConfigCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	ports := loopbackPorts(t, 2)
+	ports := freePorts(t, 2)
 	write := func(name, listen string, routes ...string) string {
 		p := filepath.Join(dir, name)
 		cfg := fmt.Sprintf("data_dir: %s\ncluster:\n  node: n1\n  nats:\n    embedded:\n      listen: %q\n      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n",

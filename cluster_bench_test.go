@@ -95,7 +95,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	b.ReportMetric(rssMB(b, single.Process.Pid), "single-node-MB")
 	var sum, most float64
 	for _, n := range nodes {
-		mb := rssMB(b, n.cmd.Process.Pid)
+		mb := rssMB(b, n.p.cmd.Process.Pid)
 		sum += mb
 		most = max(most, mb)
 	}

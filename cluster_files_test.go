@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -10,12 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,24 +22,7 @@ import (
 // each with its embedded NATS server.
 type trioNode struct {
 	name, dir, url string
-	cmd            *exec.Cmd
-	stderr         *lockedBuffer
-	exited         chan error
-}
-
-// loopbackPorts returns n loopback ports free at the time of the call.
-func loopbackPorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer ln.Close()
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports
+	p              *proc
 }
 
 // startTrio starts three nodes n1..n3 of one cluster at once (each waits
@@ -51,9 +31,8 @@ func loopbackPorts(tb testing.TB, n int) []int {
 func startTrio(tb testing.TB, extra string) []*trioNode {
 	tb.Helper()
 	root := tb.TempDir()
-	ports := loopbackPorts(tb, 6) // client, cluster per node
+	ports := freePorts(tb, 6) // client, cluster per node
 	nodes := make([]*trioNode, 3)
-	addrs := make(chan [2]string, 3)
 	for i := range nodes {
 		var routes []string
 		for j := range nodes {
@@ -70,42 +49,11 @@ func startTrio(tb testing.TB, extra string) []*trioNode {
 		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
 			tb.Fatal(err)
 		}
-		n := &trioNode{name: name, dir: dir, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-		n.cmd = exec.Command(binary, "-config", filepath.Join(dir, "config.yaml"))
-		n.cmd.Dir = dir
-		n.cmd.Stderr = n.stderr
-		stdout, err := n.cmd.StdoutPipe()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := n.cmd.Start(); err != nil {
-			tb.Fatal(err)
-		}
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			re := regexp.MustCompile(`listening on (http://\S+)`)
-			for sc.Scan() {
-				if m := re.FindStringSubmatch(sc.Text()); m != nil {
-					addrs <- [2]string{name, m[1]}
-				}
-			}
-			io.Copy(io.Discard, stdout)
-		}()
-		go func() { n.exited <- n.cmd.Wait() }()
-		tb.Cleanup(func() { n.cmd.Process.Kill(); <-n.exited })
-		nodes[i] = n
+		nodes[i] = &trioNode{name: name, dir: dir, p: spawn(tb, dir, nil, nil, "-config", filepath.Join(dir, "config.yaml"))}
 	}
-	deadline := time.After(60 * time.Second)
-	for range nodes {
-		select {
-		case a := <-addrs:
-			nodes[a[0][1]-'1'].url = a[1]
-		case <-deadline:
-			for _, n := range nodes {
-				tb.Logf("%s stderr:\n%s", n.name, n.stderr)
-			}
-			tb.Fatal("the three nodes did not all listen within 60 s")
-		}
+	for _, n := range nodes {
+		n.p.await(tb, 60*time.Second)
+		n.url = n.p.url
 	}
 	return nodes
 }

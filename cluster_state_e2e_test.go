@@ -34,15 +34,7 @@ type fdNode struct {
 // waits until each listens.
 func startFDCluster(t *testing.T, extra string, env []string) []*fdNode {
 	t.Helper()
-	var ports []int
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		l.Close()
-	}
+	ports := freePorts(t, 3)
 	nodes := make([]*fdNode, 3)
 	for i := range nodes {
 		var routes []string

@@ -224,7 +224,7 @@ channels:
 			// The mail server refuses the password.
 			logs.waitFor(t, `refused the login`)
 
-			if _, err := (&proc{cmd: p.cmd, exited: p.exited, stderr: &syncBuffer{}}).stop(t, syscall.SIGTERM); err != nil {
+			if _, err := (&proc{cmd: p.cmd, exited: p.exited, stderr: &lockedBuffer{}}).stop(t, syscall.SIGTERM); err != nil {
 				t.Fatalf("exit: %v\n%s", err, logs.all())
 			}
 			log := logs.all()

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,28 +50,9 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *lockedBuffer
 	exited chan error
 	addr   chan string
-}
-
-// syncBuffer is a bytes.Buffer the process's stderr copier and the test
-// may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startBinary runs the binary with args in dir and waits for its address.
@@ -106,7 +86,7 @@ func spawn(t testing.TB, dir string, env []string, stdin io.Reader, args ...stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1), addr: make(chan string, 1)}
+	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1), addr: make(chan string, 1)}
 	cmd.Stderr = p.stderr
 	if d := os.Getenv("FRONTDESK_TEST_LOGDIR"); d != "" {
 		// Keep every process's log for a look after the test.
