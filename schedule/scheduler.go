@@ -133,6 +133,10 @@ type Scheduler struct {
 	all   map[string]*Schedule
 	retry map[string]time.Time // schedule id → when to offer its firing again
 	hold  time.Time            // after a failed write: fire nothing before this
+	alarm *alarm
+	// pending are the firings submit queued; Run starts them once the
+	// alarm is set (see alarm).
+	pending []Schedule
 }
 
 // Open reads DataDir/schedules.json; nothing runs until Run.
@@ -244,20 +248,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.doneMu.Unlock()
 	defer close(done)
 	defer s.runs.Wait()
-	s.start(ctx)
-	timer := s.opts.Clock.NewTimer(time.Hour)
-	defer timer.Stop()
+	s.alarm = newAlarm(s.opts.Clock)
+	defer s.alarm.timer.Stop()
+	s.start()
 	for {
-		timer.Stop()
-		if at, ok := s.nextWake(); ok {
-			timer.Reset(at.Sub(s.opts.Clock.Now()))
-		}
+		s.rearm()
+		s.launch(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case c := <-s.cmds:
 			s.handle(ctx, c)
-		case <-timer.C():
+		case <-s.alarm.timer.C():
+			s.alarm.rang()
 			if err := s.fireDue(ctx); err != nil {
 				return err
 			}
@@ -265,10 +268,32 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// rearm sets the alarm to the next wake.
+func (s *Scheduler) rearm() { s.alarm.set(s.nextWake()) }
+
+// launch starts the firings submit queued, once the alarm is set.
+func (s *Scheduler) launch(ctx context.Context) {
+	for _, snap := range s.pending {
+		s.runs.Add(1)
+		go func() {
+			defer s.runs.Done()
+			retry, ok := s.run(ctx, snap)
+			if !ok {
+				return // stopping: the firing stays recorded
+			}
+			select {
+			case s.cmds <- ranCmd{id: snap.ID, key: snap.Firing.Key, retry: retry}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	s.pending = nil
+}
+
 // start applies the downtime rules: recorded firings are offered again;
 // a recurring schedule whose time passed while stopped moves on to its
 // next time; a one-shot that passed is left due (it fires late).
-func (s *Scheduler) start(ctx context.Context) {
+func (s *Scheduler) start() {
 	now := s.opts.Clock.Now()
 	changed := false
 	for _, sc := range s.sorted() {
@@ -280,7 +305,7 @@ func (s *Scheduler) start(ctx context.Context) {
 				"id", sc.ID, "missed", missed, "next_run", sc.NextRun)
 		}
 		if sc.Firing != nil {
-			s.submit(ctx, sc)
+			s.submit(sc)
 		}
 	}
 	if changed {
@@ -294,6 +319,7 @@ func (s *Scheduler) handle(ctx context.Context, c any) {
 	switch c := c.(type) {
 	case createCmd:
 		sc, err := s.create(c.spec)
+		s.rearm()
 		c.reply <- result{sc, err}
 	case listCmd:
 		out := make([]Schedule, 0, len(s.all))
@@ -303,6 +329,7 @@ func (s *Scheduler) handle(ctx context.Context, c any) {
 		c.reply <- out
 	case cancelCmd:
 		sc, err := s.cancel(c.id)
+		s.rearm()
 		c.reply <- result{sc, err}
 	case ranCmd:
 		s.ran(ctx, c)
@@ -378,7 +405,7 @@ func (s *Scheduler) fireDue(ctx context.Context) error {
 		if t, ok := s.retry[sc.ID]; ok && !t.After(now) {
 			delete(s.retry, sc.ID)
 			if sc.Firing != nil {
-				s.submit(ctx, sc)
+				s.submit(sc)
 			}
 		}
 		if sc.NextRun == nil || sc.NextRun.After(now) {
@@ -425,7 +452,7 @@ func (s *Scheduler) fire(ctx context.Context, sc *Schedule, now time.Time) error
 		return errCrash
 	}
 	s.log.Info("schedule fired", "id", sc.ID, "due", due, "late", f.Late, "email", f.Email)
-	s.submit(ctx, sc)
+	s.submit(sc)
 	return nil
 }
 
@@ -485,6 +512,7 @@ func (s *Scheduler) ran(ctx context.Context, c ranCmd) {
 		// offered again and the session answers it as a duplicate.
 		s.log.Error("save schedules", "err", err)
 	}
+	s.rearm()
 	s.step("settled", c.key)
 }
 
@@ -522,22 +550,11 @@ func (s *Scheduler) sorted() []*Schedule {
 	return list
 }
 
-// submit hands sc's recorded firing to the session on a goroutine of its
-// own, which waits for the turn's outcome and reports back.
-func (s *Scheduler) submit(ctx context.Context, sc *Schedule) {
-	snap := sc.clone()
-	s.runs.Add(1)
-	go func() {
-		defer s.runs.Done()
-		retry, ok := s.run(ctx, snap)
-		if !ok {
-			return // stopping: the firing stays recorded
-		}
-		select {
-		case s.cmds <- ranCmd{id: snap.ID, key: snap.Firing.Key, retry: retry}:
-		case <-ctx.Done():
-		}
-	}()
+// submit queues sc's recorded firing; Run's launch hands it to the session
+// on a goroutine of its own, which waits for the turn's outcome and
+// reports back.
+func (s *Scheduler) submit(sc *Schedule) {
+	s.pending = append(s.pending, sc.clone())
 }
 
 // run submits one firing and waits for its turn to end; it mails the
