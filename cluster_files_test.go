@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdesk-hq/frontdesk/history"
 )
 
 // trioNode is one frontdesk process of a three-node cluster on loopback,
@@ -192,8 +194,10 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 	}
 }
 
-// trioSeqs waits until every node's chat log has copied the same last seq
-// and returns it.
+// trioSeqs waits until every node's hub and every node's own chat log
+// (the copy a backup takes) hold the same last seq, and returns it. The
+// two differ on the holder: its hub appends to the stream and its chat
+// log copies the stream behind it, like every other node's.
 func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
 	t.Helper()
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -204,6 +208,15 @@ func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
 			}
 			getJSON(t, n.url+"/api/session", &s)
 			seqs[s.LastSeq] = true
+			tail, _, err := history.ReadTail(filepath.Join(n.dir, "data", "chat_history.ndjson"), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tail) == 0 {
+				seqs[0] = true
+			} else {
+				seqs[tail[0].Seq] = true
+			}
 		}
 		if len(seqs) == 1 {
 			for seq := range seqs {
@@ -211,7 +224,7 @@ func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
 			}
 		}
 	}
-	t.Fatal("the nodes' chat logs did not reach the same seq within 20 s")
+	t.Fatal("the nodes' hubs and chat logs did not reach the same seq within 20 s")
 	return 0
 }
 
@@ -241,7 +254,14 @@ func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
 		cmd := exec.Command(binary, "backup", "-o", out, "-config", filepath.Join(n.dir, "config.yaml"))
 		cmd.Dir = n.dir
 		if msg, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(msg), fmt.Sprintf("up to seq %d", seq)) {
-			t.Fatalf("backup of %s: %v: %s (want the chat log up to seq %d)", n.name, err, msg, seq)
+			var names []string
+			if err == nil {
+				for name, b := range tarFiles(t, out) {
+					names = append(names, fmt.Sprintf("%s (%d bytes)", name, len(b)))
+				}
+			}
+			ls, _ := exec.Command("ls", "-laR", filepath.Join(n.dir, "data")).CombinedOutput()
+			t.Fatalf("backup of %s: %v: %s (want the chat log up to seq %d); archive: %v; data dir:\n%s", n.name, err, msg, seq, names, ls)
 		}
 		files := tarFiles(t, out)
 		if !bytes.Equal(files["attachments/"+sha[:2]+"/"+sha], content) {
