@@ -61,9 +61,11 @@ func (ix *Index) SearchHybrid(ctx context.Context, q Query, opts Options, qv []f
 	return ix.searchHybrid(ctx, q, opts, func() []float32 { return qv })
 }
 
-// searchHybrid is SearchHybrid with the query's vector from vector, which
-// it calls once the keyword ranking is done (the Follower asks the
-// embeddings server meanwhile); nil: keywords only.
+// searchHybrid is SearchHybrid with the query's vector from vector (the
+// Follower asks the embeddings server for it meanwhile); nil: keywords
+// only. The vectors are scanned on a goroutine of their own while the
+// keywords are ranked: the scan is in memory, the ranking in SQLite, and
+// each would otherwise wait for the other.
 func (ix *Index) searchHybrid(ctx context.Context, q Query, opts Options, vector func() []float32) (Result, error) {
 	if len(q.Terms) == 0 {
 		return ix.SearchQuery(ctx, q, opts)
@@ -74,32 +76,55 @@ func (ix *Index) searchHybrid(ctx context.Context, q Query, opts Options, vector
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	res := Result{Mode: ModeAnd, Semantic: SemanticHybrid}
-	kopts := opts
-	kopts.Limit = max(opts.Limit, fuseCandidates)
-	expr := q.match(false)
-	kw, broad, err := ix.rankedFound(ctx, q, expr, false, kopts)
+	type scan struct {
+		asked bool // a vector came
+		near  []scored
+	}
+	scanned := make(chan scan, 1)
+	go func() {
+		qv := vector()
+		if qv == nil {
+			scanned <- scan{}
+			return
+		}
+		scanned <- scan{true, ix.vec.search(qv, vecScan, filterOf(q))}
+	}()
+	res, expr, kw, err := ix.keywordRanking(ctx, q, opts)
+	sc := <-scanned // always: vector may write what its caller reads after
 	if err != nil {
 		return res, err
 	}
-	if len(kw) == 0 && q.searchable() > 1 {
-		res.Mode = ModeOr
-		expr = q.match(true)
-		if kw, broad, err = ix.rankedFound(ctx, q, expr, true, kopts); err != nil {
-			return res, err
-		}
-	}
-	res.Broad = broad
-	qv := vector()
-	if qv == nil {
+	if !sc.asked {
 		return ix.keywordHits(ctx, res, expr, kw, opts.Limit)
 	}
-	near, err := ix.nearest(ctx, q, opts, qv, kopts.Limit)
+	near, err := ix.nearest(ctx, q, opts, sc.near, max(opts.Limit, fuseCandidates))
 	if err != nil {
 		return res, err
 	}
 	res.Hits, err = ix.fusedHits(ctx, expr, res.Mode == ModeOr, kw, near, opts.Limit)
 	return res, err
+}
+
+// keywordRanking ranks the fusion's keyword candidates: the documents with
+// every word, or with any when none has them all.
+func (ix *Index) keywordRanking(ctx context.Context, q Query, opts Options) (res Result, expr string, kw []found, err error) {
+	res = Result{Mode: ModeAnd, Semantic: SemanticHybrid}
+	kopts := opts
+	kopts.Limit = max(opts.Limit, fuseCandidates)
+	expr = q.match(false)
+	kw, broad, err := ix.rankedFound(ctx, q, expr, false, kopts)
+	if err != nil {
+		return res, expr, nil, err
+	}
+	if len(kw) == 0 && q.searchable() > 1 {
+		res.Mode = ModeOr
+		expr = q.match(true)
+		if kw, broad, err = ix.rankedFound(ctx, q, expr, true, kopts); err != nil {
+			return res, expr, nil, err
+		}
+	}
+	res.Broad = broad
+	return res, expr, kw, nil
 }
 
 // keywordHits is res with the first limit keyword matches and their
@@ -202,9 +227,8 @@ func fuse(limit int, wKW float64, kw, near []found) []found {
 	return out[:min(limit, len(out))]
 }
 
-// nearest returns up to n documents nearest qv that pass q's filters and
-// opts' exclusion, nearest first, Score their cosine.
-func (ix *Index) nearest(ctx context.Context, q Query, opts Options, qv []float32, n int) ([]found, error) {
+// filterOf is q's filters the vector store applies itself.
+func filterOf(q Query) vecFilter {
 	f := vecFilter{kind: -1}
 	if q.Type != "" {
 		f.kind = int(kindOf(q.Type))
@@ -215,7 +239,12 @@ func (ix *Index) nearest(ctx context.Context, q Query, opts Options, qv []float3
 	if !q.After.IsZero() {
 		f.after = q.After.UnixMilli()
 	}
-	near := ix.vec.search(qv, vecScan, f)
+	return f
+}
+
+// nearest returns up to n of the scanned documents near that pass q's
+// filters and opts' exclusion, nearest first, Score their cosine.
+func (ix *Index) nearest(ctx context.Context, q Query, opts Options, near []scored, n int) ([]found, error) {
 	if len(near) == 0 {
 		return nil, nil
 	}
