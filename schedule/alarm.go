@@ -9,9 +9,9 @@ import (
 // alarm is Run's timer and the time it is armed for. It is re-armed only
 // when that time changes, and always before anyone outside Run can see
 // the change (a reply to Create or Cancel, a step, a firing's goroutine):
-// a time computed as at minus Now() is stale once the clock has moved, so
-// arming late would wake too late on a clock that jumps (a fake one in
-// tests; a resumed laptop's is real enough).
+// a delay computed as at minus Now() is stale once the clock has moved,
+// and a test's fake clock moves as soon as it sees the change — arming
+// after that wakes late by however far it moved.
 type alarm struct {
 	clock idle.Clock
 	timer idle.Timer

@@ -199,7 +199,7 @@ func (s *Scheduler) Reload() error {
 	for _, sc := range list {
 		s.all[sc.ID] = sc
 	}
-	s.retry, s.hold = map[string]time.Time{}, time.Time{}
+	s.retry, s.hold, s.pending = map[string]time.Time{}, time.Time{}, nil
 	s.doneMu.Lock()
 	select {
 	case <-s.done:
