@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-smtp"
 
@@ -201,9 +202,14 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 			t.Fatalf("%s %s: holder %d %v, follower %d %v", req.method, req.path, hs, hb, fs, fb)
 		}
 	}
+	// The other follower's open Scheduled panels hear of the change.
+	changed := g.awaitFrame(t, event.SchedulesChanged)
 	status, created := f.call(t, "POST", "/api/schedules", `{"content":"Reminder: failover","in_seconds":3}`)
 	if status != http.StatusCreated {
 		t.Fatalf("create through a follower: %d %v", status, created)
+	}
+	if err := changed(); err != nil {
+		t.Fatalf("a WebSocket client of %s, a follower, after a schedule was made through %s: %v", g.name, f.name, err)
 	}
 	id, _ := created["id"].(string)
 	nodes[h].kill9(t)
@@ -399,6 +405,44 @@ func waitLog(t *testing.T, p *proc, s string) {
 			t.Fatalf("no log line with %q within 30s:\n%s", s, p.stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// awaitFrame connects a WebSocket client to n; wait then waits up to
+// 10 s for a frame of type typ sent after the connection.
+func (n *fdNode) awaitFrame(t *testing.T, typ event.Type) (wait func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(n.p.url, "http")+"/ws", nil)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c.SetReadLimit(1 << 20)
+	got := make(chan error, 1)
+	go func() {
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				got <- err
+				return
+			}
+			var e event.Event
+			if json.Unmarshal(b, &e) == nil && e.Type == typ {
+				got <- nil
+				return
+			}
+		}
+	}()
+	return func() error {
+		defer cancel()
+		defer c.CloseNow()
+		select {
+		case err := <-got:
+			return err
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("no %s frame within 10 s", typ)
+		}
 	}
 }
 

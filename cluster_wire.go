@@ -67,7 +67,9 @@ func startRunner(ctx context.Context, cfg config.Config, node *cluster.Node, a *
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); runnerErr <- a.runner.Run(rctx) }()
-	return func() { cancel(); <-done }, runnerErr
+	watched := make(chan struct{})
+	go func() { defer close(watched); a.state.watchSchedules(rctx, a.schedulesChanged, logger) }()
+	return func() { cancel(); <-done; <-watched }, runnerErr
 }
 
 // startCluster joins this node to the cluster (cluster.node set): NATS

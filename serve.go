@@ -377,7 +377,7 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 		Logger:          logger,
 		// Every open tab's Scheduled panel looks again (a.ws is set by
 		// the time Run starts, which is the only caller).
-		Changed: func() { a.ws.Broadcast(event.New(event.SchedulesChanged, "", time.Now(), nil)) },
+		Changed: a.schedulesChanged,
 		// A cluster holder's schedules.json is replicated for the next one.
 		Replicate: a.state.schedReplicate(),
 	}
@@ -385,6 +385,11 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 		opts.Mailer, opts.NotifyTo = a.mail, cfg.Schedules.NotifyTo
 	}
 	return schedule.Open(a.hub, opts)
+}
+
+// schedulesChanged tells every open tab's Scheduled panel to look again.
+func (a *app) schedulesChanged() {
+	a.ws.Broadcast(event.New(event.SchedulesChanged, "", time.Now(), nil))
 }
 
 // newEmail builds the email channel: IMAP in, SMTP out. Enabled but

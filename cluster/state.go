@@ -52,6 +52,34 @@ func (n *Node) PutState(ctx context.Context, key string, value []byte, rev uint6
 	return nrev, nil
 }
 
+// WatchState calls fn, on WatchState's goroutine, each time key is put
+// from now on, by any node, until ctx ends (it returns nil then). The
+// watch is an ordered consumer that re-creates itself when the server it
+// lived on goes; an error is returned when it cannot be made at all, or
+// when it ends otherwise.
+func (n *Node) WatchState(ctx context.Context, key string, fn func()) error {
+	w, err := n.state.Watch(ctx, key, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	if err != nil {
+		return fmt.Errorf("cluster: watch state %s: %w", key, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok && ctx.Err() == nil:
+				return fmt.Errorf("cluster: watch state %s: the watch ended", key)
+			case !ok:
+				return nil
+			case e != nil:
+				fn()
+			}
+		}
+	}
+}
+
 func (n *Node) bindState(ctx context.Context) error {
 	kv, err := n.js.KeyValue(ctx, StateBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -70,3 +70,63 @@ func TestStateSingle(t *testing.T) {
 		t.Fatalf("got %q rev %d err %v", v, r, err)
 	}
 }
+
+// TestStateWatch: a watch of a key hears each put of it, whichever node
+// made it, and nothing of other keys; it ends with its context.
+func TestStateWatch(t *testing.T) {
+	nodes := startCluster(t, 3, 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitFor(t, 10*time.Second, "a read of the new bucket", func() bool {
+		_, _, err := nodes[1].GetState(ctx, "schedules")
+		return err == nil
+	})
+	heard := make(chan struct{}, 16)
+	wctx, stop := context.WithCancel(ctx)
+	ended := make(chan error, 1)
+	go func() { ended <- nodes[2].WatchState(wctx, "schedules", func() { heard <- struct{}{} }) }()
+	// The watch hears puts made after it is up: put until it hears one.
+	var rev uint64
+	waitFor(t, 10*time.Second, "the watch to hear a put", func() bool {
+		var err error
+		if rev, err = nodes[0].PutState(ctx, "schedules", []byte("one"), rev); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	})
+	// A put before the one heard may be heard late: let it come, then forget it.
+	time.Sleep(300 * time.Millisecond)
+	for len(heard) > 0 {
+		<-heard
+	}
+	if _, err := nodes[1].PutState(ctx, "email", []byte("other key"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].PutState(ctx, "schedules", []byte("two"), rev); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-heard:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch did not hear a put made on another node")
+	}
+	select {
+	case <-heard:
+		t.Fatal("the watch heard a put of another key")
+	case <-time.After(300 * time.Millisecond):
+	}
+	stop()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("the watch ended with %v, want nil at its context's end", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch did not end with its context")
+	}
+}
