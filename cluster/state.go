@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,9 +18,16 @@ import (
 const StateBucket = "FRONTDESK_STATE"
 
 // GetState returns the value of key in StateBucket and its revision; a
-// key never put is (nil, 0, nil). It reads any replica (direct get), so it
-// works while the bucket elects a leader only if a replica answers.
+// key never put is (nil, 0, nil). It asks the bucket's stream leader,
+// which has every acknowledged put; when no leader answers within
+// leaderWait (one is being elected), it reads any replica (direct get),
+// which may not have applied the last put yet.
 func (n *Node) GetState(ctx context.Context, key string) ([]byte, uint64, error) {
+	v, rev, err := n.leaderGet(ctx, key)
+	if err == nil || ctx.Err() != nil {
+		return v, rev, err
+	}
+	n.log.Warn("cluster: the state bucket's leader did not answer; reading a replica", "key", key, "err", err)
 	e, err := n.state.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
@@ -26,6 +36,50 @@ func (n *Node) GetState(ctx context.Context, key string) ([]byte, uint64, error)
 		return nil, 0, fmt.Errorf("cluster: get state %s: %w", key, err)
 	}
 	return e.Value(), e.Revision(), nil
+}
+
+// leaderWait bounds GetState's question to the stream leader.
+const leaderWait = time.Second
+
+// leaderGet reads key's last message through the stream leader's
+// message API (not the direct get a KeyValue uses, which any replica
+// answers).
+func (n *Node) leaderGet(ctx context.Context, key string) ([]byte, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, leaderWait)
+	defer cancel()
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + StateBucket + "." + key})
+	m, err := n.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+StateBucket, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	var resp struct {
+		Error *struct {
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return nil, 0, nil
+	case resp.Error != nil:
+		return nil, 0, fmt.Errorf("%s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, 0, errors.New("an answer without a message")
+	}
+	if len(resp.Message.Hdrs) > 0 {
+		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil && h.Get("KV-Operation") != "" {
+			return nil, 0, nil // deleted or purged
+		}
+	}
+	return resp.Message.Data, resp.Message.Seq, nil
 }
 
 // PutState stores value under key if the key's revision is still rev (0:

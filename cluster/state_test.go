@@ -130,3 +130,21 @@ func TestStateWatch(t *testing.T) {
 		t.Fatal("the watch did not end with its context")
 	}
 }
+
+// TestStateLeaderRead: GetState's first way, the stream leader's message
+// API, tells a key never put from one put, with the put's revision.
+func TestStateLeaderRead(t *testing.T) {
+	n := startSingle(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, r, err := n.leaderGet(ctx, "k"); err != nil || v != nil || r != 0 {
+		t.Fatalf("missing: %q %d %v", v, r, err)
+	}
+	rev, err := n.PutState(ctx, "k", []byte("v"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, r, err := n.leaderGet(ctx, "k"); err != nil || string(v) != "v" || r != rev {
+		t.Fatalf("got %q %d %v want rev %d", v, r, err, rev)
+	}
+}
