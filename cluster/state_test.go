@@ -13,14 +13,7 @@ import (
 // wrote) is refused with ErrFenced and leaves the value as it was; a value
 // outlives the node that wrote it.
 func TestStateBucket(t *testing.T) {
-	nodes := startCluster(t, 3, 1500*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	// Just created, the bucket may not answer reads for a moment.
-	waitFor(t, 10*time.Second, "a read of the new bucket", func() bool {
-		_, _, err := nodes[1].GetState(ctx, "schedules")
-		return err == nil
-	})
+	nodes, ctx := stateCluster(t)
 	if v, rev, err := nodes[1].GetState(ctx, "schedules"); err != nil || v != nil || rev != 0 {
 		t.Fatalf("missing key: %q rev %d err %v, want nothing", v, rev, err)
 	}
@@ -57,6 +50,19 @@ func TestStateBucket(t *testing.T) {
 	}
 }
 
+// stateCluster starts three nodes and waits until the state bucket, just
+// created, answers reads; ctx ends with the test.
+func stateCluster(t *testing.T) ([]*Node, context.Context) {
+	nodes := startCluster(t, 3, 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	waitFor(t, 10*time.Second, "a read of the new bucket", func() bool {
+		_, _, err := nodes[1].GetState(ctx, "schedules")
+		return err == nil
+	})
+	return nodes, ctx
+}
+
 // TestStateSingle: on one NATS node (R1) the bucket works the same.
 func TestStateSingle(t *testing.T) {
 	n := startSingle(t)
@@ -74,13 +80,7 @@ func TestStateSingle(t *testing.T) {
 // TestStateWatch: a watch of a key hears each put of it, whichever node
 // made it, and nothing of other keys; it ends with its context.
 func TestStateWatch(t *testing.T) {
-	nodes := startCluster(t, 3, 1500*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	waitFor(t, 10*time.Second, "a read of the new bucket", func() bool {
-		_, _, err := nodes[1].GetState(ctx, "schedules")
-		return err == nil
-	})
+	nodes, ctx := stateCluster(t)
 	heard := make(chan struct{}, 16)
 	wctx, stop := context.WithCancel(ctx)
 	ended := make(chan error, 1)
