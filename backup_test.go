@@ -119,6 +119,15 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 // archiveEntries lists a backup's entries.
 func archiveEntries(t *testing.T, path string) []*tar.Header {
 	t.Helper()
+	var hs []*tar.Header
+	walkArchive(t, path, func(h *tar.Header, _ io.Reader) { hs = append(hs, h) })
+	return hs
+}
+
+// walkArchive calls fn with each entry of a backup archive, in order, and
+// a reader of its content.
+func walkArchive(t *testing.T, path string, fn func(*tar.Header, io.Reader)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -129,16 +138,15 @@ func archiveEntries(t *testing.T, path string) []*tar.Header {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(gz)
-	var hs []*tar.Header
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return hs
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs = append(hs, h)
+		fn(h, tr)
 	}
 }
 

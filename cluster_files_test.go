@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -319,27 +318,11 @@ func checkRestoredAsSingle(t *testing.T, n *trioNode, seq int64) {
 // tarFiles reads the regular files of a backup archive.
 func tarFiles(t *testing.T, path string) map[string][]byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string][]byte{}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	walkArchive(t, path, func(h *tar.Header, r io.Reader) {
 		if h.Typeflag == tar.TypeReg {
-			files[h.Name], _ = io.ReadAll(tr)
+			files[h.Name], _ = io.ReadAll(r)
 		}
-	}
+	})
+	return files
 }
