@@ -89,4 +89,50 @@ function clip(s, n) {
   return s.length > n ? s.slice(0, n) + '\n… (' + (s.length - n) + ' more characters)' : s;
 }
 
-export { el, h, timeOf, timeEl, setTime, fullTime, dayKeyOf, dayKey, relDay, whenLabel, clip };
+function svg(tag, attrs) {
+  const n = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+  return n;
+}
+
+// headerPanel builds a header button (an icon of the given SVG shapes, the
+// label, then a count; before the reset button) that opens a panel of its
+// own (hidden at first; a heading and a Close button in its head), as the
+// Memory and Scheduled panels have. The button opens and closes it, Close
+// closes it and gives the button focus; onOpen runs each time it opens.
+// prefix names the count's and the head's classes (prefix-count,
+// prefix-head).
+function headerPanel({ id, label, title, prefix, shapes, onOpen }) {
+  const button = h('button', 'small icon-btn');
+  const icon = svg('svg', { class: 'icon', viewBox: '0 0 20 20', 'aria-hidden': 'true', focusable: 'false' });
+  for (const [tag, attrs] of shapes) icon.append(svg(tag, attrs));
+  button.append(icon, h('span', 'btn-label', label));
+  button.id = id + '-open';
+  button.type = 'button';
+  button.title = title;
+  button.setAttribute('aria-controls', id);
+  button.setAttribute('aria-expanded', 'false');
+  const count = h('span', prefix + '-count', '');
+  button.append(count);
+  el.reset.before(button);
+
+  const panel = h('section', id);
+  panel.id = id;
+  panel.hidden = true;
+  panel.setAttribute('aria-label', label);
+  const head = h('div', prefix + '-head');
+  const heading = h('h2', '', label);
+  const close = h('button', 'small', 'Close');
+  close.type = 'button';
+  head.append(heading, close);
+  const toggle = (open) => {
+    panel.hidden = !open;
+    button.setAttribute('aria-expanded', String(open));
+    if (open) onOpen();
+  };
+  button.addEventListener('click', () => toggle(panel.hidden));
+  close.addEventListener('click', () => { toggle(false); button.focus(); });
+  return { button, count, panel, head, heading };
+}
+
+export { el, h, timeOf, timeEl, setTime, fullTime, dayKeyOf, dayKey, relDay, whenLabel, clip, headerPanel };

@@ -9,40 +9,17 @@
 // after app.js, whose render hook it wraps, like schedules.js.
 // Every server string goes through textContent (h()).
 
-import { el, h, whenLabel, fullTime, timeOf } from './dom.js';
+import { h, whenLabel, fullTime, timeOf, headerPanel } from './dom.js';
 import { state, hooks, apiGet, apiCall } from './shell.js';
 
 // A bookmark and the word: on a phone only the bookmark and the count show.
-const button = h('button', 'small icon-btn');
-const svg = (tag, attrs) => {
-  const n = document.createElementNS('http://www.w3.org/2000/svg', tag);
-  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
-  return n;
-};
-const mark = svg('svg', { class: 'icon', viewBox: '0 0 20 20', 'aria-hidden': 'true', focusable: 'false' });
-mark.append(svg('path', { d: 'M5.5 3h9v14l-4.5-3.5L5.5 17z' }));
-button.append(mark, h('span', 'btn-label', 'Memory'));
-button.id = 'memory-open';
-button.type = 'button';
-button.title = 'What the assistant remembers';
-button.setAttribute('aria-controls', 'memory');
-button.setAttribute('aria-expanded', 'false');
-const count = h('span', 'mem-count', '');
-button.append(count);
-el.reset.before(button);
-
-const panel = h('section', 'memory');
-panel.id = 'memory';
-panel.hidden = true;
-panel.setAttribute('aria-label', 'Memory');
-const head = h('div', 'mem-head');
-const title = h('h2', '', 'Memory');
+const { button, count, panel, head, heading } = headerPanel({
+  id: 'memory', label: 'Memory', title: 'What the assistant remembers', prefix: 'mem',
+  shapes: [['path', { d: 'M5.5 3h9v14l-4.5-3.5L5.5 17z' }]],
+  onOpen: () => { refresh(); addInput.focus(); },
+});
 const total = h('span', 'mem-total', '');
-title.append(total);
-head.append(title);
-const close = h('button', 'small', 'Close');
-close.type = 'button';
-head.append(close);
+heading.append(total);
 
 // Add: a line to remember, saved with source "web".
 const addForm = h('form', 'mem-add');
@@ -361,14 +338,6 @@ list.addEventListener('keydown', (e) => {
 });
 filter.addEventListener('input', paint);
 
-function toggle(open) {
-  panel.hidden = !open;
-  button.setAttribute('aria-expanded', String(open));
-  if (open) { refresh(); addInput.focus(); }
-}
-
-button.addEventListener('click', () => toggle(panel.hidden));
-close.addEventListener('click', () => { toggle(false); button.focus(); });
 
 // On each memory_changed (from any door) and after a reconnect (changes
 // while the connection was down sent no frame), look again.

@@ -9,37 +9,15 @@
 // its own module script after app.js, whose render hook it wraps.
 // Every server string goes through textContent (h()).
 
-import { el, h, whenLabel, fullTime } from './dom.js';
+import { h, whenLabel, fullTime, headerPanel } from './dom.js';
 import { state, hooks, apiGet, apiCall } from './shell.js';
 
 // A clock and the word, like Search: on a phone only the clock and the count show.
-const button = h('button', 'small icon-btn');
-const svg = (tag, attrs) => {
-  const n = document.createElementNS('http://www.w3.org/2000/svg', tag);
-  for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
-  return n;
-};
-const clock = svg('svg', { class: 'icon', viewBox: '0 0 20 20', 'aria-hidden': 'true', focusable: 'false' });
-clock.append(svg('circle', { cx: '10', cy: '10', r: '7' }), svg('path', { d: 'M10 6v4l2.5 2.5' }));
-button.append(clock, h('span', 'btn-label', 'Scheduled'));
-button.id = 'schedules-open';
-button.type = 'button';
-button.title = 'Reminders and recurring tasks';
-button.setAttribute('aria-controls', 'schedules');
-button.setAttribute('aria-expanded', 'false');
-const count = h('span', 'sched-count', '');
-button.append(count);
-el.reset.before(button);
-
-const panel = h('section', 'schedules');
-panel.id = 'schedules';
-panel.hidden = true;
-panel.setAttribute('aria-label', 'Scheduled');
-const head = h('div', 'sched-head');
-head.append(h('h2', '', 'Scheduled'));
-const close = h('button', 'small', 'Close');
-close.type = 'button';
-head.append(close);
+const { button, count, panel, head } = headerPanel({
+  id: 'schedules', label: 'Scheduled', title: 'Reminders and recurring tasks', prefix: 'sched',
+  shapes: [['circle', { cx: '10', cy: '10', r: '7' }], ['path', { d: 'M10 6v4l2.5 2.5' }]],
+  onOpen: () => refresh(),
+});
 const status = h('p', 'sched-status', '');
 status.setAttribute('role', 'status');
 const warning = h('p', 'sched-warning', '');
@@ -121,14 +99,6 @@ async function cancel(id, btn) {
   await refresh();
 }
 
-function toggle(open) {
-  panel.hidden = !open;
-  button.setAttribute('aria-expanded', String(open));
-  if (open) refresh();
-}
-
-button.addEventListener('click', () => toggle(panel.hidden));
-close.addEventListener('click', () => { toggle(false); button.focus(); });
 list.addEventListener('click', (e) => {
   const btn = e.target.closest('button[data-action="cancel"]');
   const li = btn && btn.closest('li[data-id]');
