@@ -10,7 +10,7 @@
 // Every server string goes through textContent (h()).
 
 import { h, whenLabel, fullTime, timeOf, headerPanel } from './dom.js';
-import { state, hooks, apiGet, apiCall } from './shell.js';
+import { state, apiGet, apiCall, lookAgain } from './shell.js';
 
 // A bookmark and the word: on a phone only the bookmark and the count show.
 const { button, count, panel, head, heading } = headerPanel({
@@ -341,19 +341,6 @@ filter.addEventListener('input', paint);
 
 // On each memory_changed (from any door) and after a reconnect (changes
 // while the connection was down sent no frame), look again.
-let rev = 0;
-let wasLive = false;
-let timer = null;
-const render = hooks.changed;
-hooks.changed = () => {
-  render();
-  const live = state.phase === 'live';
-  const reconnected = live && !wasLive;
-  wasLive = live;
-  if (state.memoryRev !== rev || reconnected) {
-    rev = state.memoryRev;
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 50); // a burst (a consolidation's items) is one look
-  }
-};
+// A burst (a consolidation's items) is one look.
+lookAgain(() => state.memoryRev, refresh);
 refresh();

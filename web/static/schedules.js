@@ -10,7 +10,7 @@
 // Every server string goes through textContent (h()).
 
 import { h, whenLabel, fullTime, headerPanel } from './dom.js';
-import { state, hooks, apiGet, apiCall } from './shell.js';
+import { state, apiGet, apiCall, lookAgain } from './shell.js';
 
 // A clock and the word, like Search: on a phone only the clock and the count show.
 const { button, count, panel, head } = headerPanel({
@@ -108,24 +108,11 @@ list.addEventListener('click', (e) => {
 // On each schedules_changed, after a reconnect (changes while the
 // connection was down sent no frame), and after each turn (the session
 // idle again with new events), look again.
+// A burst (create, fire, settle) is one look.
 let seen = -1;
-let rev = 0;
-let wasLive = false;
-let timer = null;
-const render = hooks.changed;
-hooks.changed = () => {
-  render();
-  const live = state.phase === 'live';
-  const reconnected = live && !wasLive;
-  wasLive = live;
-  if (state.schedulesRev !== rev || reconnected) {
-    rev = state.schedulesRev;
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 50); // a burst (create, fire, settle) is one look
-  } else if (state.phase === 'live' && state.lastSeq !== seen && state.openTurns.length === 0) {
-    seen = state.lastSeq;
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 200);
-  }
-};
+lookAgain(() => state.schedulesRev, refresh, () => {
+  if (state.phase !== 'live' || state.lastSeq === seen || state.openTurns.length !== 0) return null;
+  seen = state.lastSeq;
+  return 200;
+});
 refresh();

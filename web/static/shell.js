@@ -221,5 +221,34 @@ function retryNow() {
 window.addEventListener('online', () => { if (!net.ws) retryNow(); });
 window.addEventListener('offline', changed);
 
+// lookAgain wraps the render hook for a panel that shows server state
+// (Memory, Scheduled): look runs when revOf() moves (its *_changed frame
+// came) or the connection comes back (changes while it was down sent no
+// frame), 50 ms after the last of a burst. Otherwise more(), if given, may
+// return a delay after which to look as well (null: not now).
+function lookAgain(revOf, look, more) {
+  let rev = 0;
+  let wasLive = false;
+  let timer = null;
+  const render = hooks.changed;
+  hooks.changed = () => {
+    render();
+    const live = state.phase === 'live';
+    const reconnected = live && !wasLive;
+    wasLive = live;
+    let delay = null;
+    if (revOf() !== rev || reconnected) {
+      rev = revOf();
+      delay = 50;
+    } else if (more) {
+      delay = more();
+    }
+    if (delay !== null) {
+      clearTimeout(timer);
+      timer = setTimeout(look, delay);
+    }
+  };
+}
+
 export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, apiCall, askForToken,
-  DEFAULT_MAX_FRAME_BYTES };
+  lookAgain, DEFAULT_MAX_FRAME_BYTES };
