@@ -27,10 +27,18 @@ const appendWait = 3 * time.Second
 
 // Log is the hub's log on a cluster node: the stream. An append that was
 // fenced (another writer appended first) means this node lost the lease.
+//
+// Its errors say what happened, never a disk fault: a fenced append, or
+// one the stream had no leader for, wraps hub.ErrNoLeader (nothing was
+// written); one whose outcome is unknown (it timed out) wraps
+// hub.ErrNoAnswer and history.ErrMaybeWritten (the seq is spent).
 type Log struct {
 	Node *cluster.Node
-	// Fenced is called when an append was refused because the stream's
-	// last seq was not the one expected.
+	// Fenced is called when an append's outcome means this node must read
+	// the log again before it writes: it was fenced (another node appended
+	// first), or it may or may not have been written. The node then
+	// follows and, while it still holds the lease, leads again from the
+	// log, where an input that did get in is found like any other.
 	Fenced func()
 	// Metrics, if set, times each acknowledged append.
 	Metrics *Metrics
@@ -42,13 +50,24 @@ func (l Log) Append(e event.Event) error {
 	defer cancel()
 	start := time.Now()
 	err := l.Node.Append(ctx, e)
-	if errors.Is(err, cluster.ErrFenced) && l.Fenced != nil {
+	switch {
+	case err == nil:
+		l.Metrics.acked(start)
+		return nil
+	case errors.Is(err, cluster.ErrFenced):
+		l.fenced()
+		return fmt.Errorf("%w: %w", hub.ErrNoLeader, err)
+	case errors.Is(err, history.ErrMaybeWritten):
+		l.fenced()
+		return fmt.Errorf("%w: %w", hub.ErrNoAnswer, err)
+	}
+	return fmt.Errorf("%w: %w", hub.ErrNoLeader, err)
+}
+
+func (l Log) fenced() {
+	if l.Fenced != nil {
 		l.Fenced()
 	}
-	if err == nil {
-		l.Metrics.acked(start)
-	}
-	return err
 }
 
 // Sync is a no-op: a stream append is acknowledged once a quorum has it.
@@ -69,6 +88,13 @@ func (l Link) Forward(ctx context.Context, op string, req []byte) ([]byte, error
 		return nil, hub.ErrNoAnswer
 	}
 	return b, err
+}
+
+// Changed returns a channel closed at this node's next role or holder
+// change.
+func (l Link) Changed() <-chan struct{} {
+	_, ch := l.Node.Role()
+	return ch
 }
 
 // PublishLive shares a status or delta frame with the other nodes.
@@ -327,6 +353,11 @@ func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		tail = append(tail, e)
 	}
+	fence, err := r.fence(ctx, last)
+	if err != nil {
+		return err
+	}
+	tail = append(tail, fence)
 	for _, op := range hub.ForwardedOps {
 		wg.Add(1)
 		go func() {
@@ -346,6 +377,26 @@ func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
 		go func() { defer wg.Done(); r.o.Lead(ctx) }()
 	}
 	return nil
+}
+
+// fence is the new holder's first write: a notice at seq last+1, where
+// last is the stream's last seq as this node won the lease. A holder that
+// lost the lease without knowing it (a paused process, a partition) still
+// appends with the expectation it had, seq last+1 after last; once the
+// fence is in, that append is refused (ErrFenced) and that node follows.
+// Without it, a takeover that wrote nothing (an idle desk) could not be
+// told from no takeover: the old holder's input would land in the log
+// while nobody ran it. A stream append expects only the last seq, so the
+// fence must be in the log itself; the lease's revision cannot be checked
+// by the stream. A failed fence fails the takeover (Run tries again).
+func (r *Runner) fence(ctx context.Context, last int64) (event.Event, error) {
+	e := event.New(event.Notice, "", time.Now(), event.TextData{
+		Text: fmt.Sprintf("Node %s runs the assistant now.", r.o.Node.Name())})
+	e.Seq = last + 1
+	if err := r.o.Node.Append(ctx, e); err != nil {
+		return e, fmt.Errorf("fence the log as the new lease holder: %w", err)
+	}
+	return e, nil
 }
 
 // follow makes the hub, which led, follow the log again from this node's

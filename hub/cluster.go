@@ -26,9 +26,14 @@ import (
 // single node: then none of this runs.
 type Cluster interface {
 	// Forward sends a command to the node holding the lease and returns
-	// its answer; ErrNoLeader when no node holds it (or it did not answer
-	// in time).
+	// its answer; ErrNoLeader when no node takes it (nothing was done),
+	// ErrNoAnswer when the holder took it and did not answer before ctx
+	// ended. When ctx is cancelled it returns promptly.
 	Forward(ctx context.Context, op string, req []byte) ([]byte, error)
+	// Changed returns a channel closed the next time this node sees the
+	// lease change hands (the holder's lease ended, or another node took
+	// it).
+	Changed() <-chan struct{}
 	// PublishLive shares a frame that is not in the log (status, delta)
 	// with every node. It must not block.
 	PublishLive(frame []byte)
@@ -427,11 +432,33 @@ func (m *SessionManager) awaitRemote(turn string, done chan<- TurnOutcome) {
 	m.waiters[turn] = append(m.waiters[turn], done)
 }
 
-// forwardWait bounds a forwarded command: the holder answers in
-// milliseconds, so a longer silence means it is gone.
+// forwardWait bounds a forwarded command, its sends again included: the
+// holder answers in milliseconds, and a failover takes about 1.5 s.
 const forwardWait = 5 * time.Second
 
-// forward sends op to the holder and decodes its answer into out.
+// forwardRetry is how soon a command nobody took is sent again.
+const forwardRetry = 100 * time.Millisecond
+
+// errMoved: the lease changed hands while a forwarded command waited for
+// its answer.
+var errMoved = errors.New("the lease changed hands while waiting for the answer")
+
+// resendable reports whether op may be sent again after a holder that may
+// have taken it is gone: a forwarded input always carries a client_msg_id
+// (forwardSubmit), so the new holder never runs it twice; a cancel or a
+// decision done twice changes nothing more. A reset or a memory change
+// could be done twice: those answer ErrNoAnswer instead.
+func resendable(op string) bool {
+	return op == opSubmit || op == opCancel || op == opDecide
+}
+
+// forward sends op to the holder and decodes its answer into out. A
+// client sees a failover as a delay, not an error: while nobody takes the
+// command (no holder yet, or one still taking over) it is sent again
+// every forwardRetry, and when this node sees the lease change hands
+// while it waits, it stops waiting for the old holder at once and sends
+// it again to the new one — if op is resendable; otherwise it answers
+// ErrNoAnswer then. All within forwardWait.
 func (m *SessionManager) forward(ctx context.Context, op string, req, out any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -439,8 +466,49 @@ func (m *SessionManager) forward(ctx context.Context, op string, req, out any) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardWait)
 	defer cancel()
-	resp, err := m.cfg.Cluster.Forward(ctx, op, b)
+	unknown := false // a holder may have taken it and gone
+	for {
+		err := m.forwardOnce(ctx, op, b, out)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errMoved):
+			unknown = true
+			if !resendable(op) {
+				return ErrNoAnswer
+			}
+		case errors.Is(err, ErrNoLeader) && resendable(op):
+		default:
+			return err
+		}
+		wait(ctx, forwardRetry)
+		if ctx.Err() != nil {
+			if unknown {
+				return ErrNoAnswer
+			}
+			return ErrNoLeader
+		}
+	}
+}
+
+// forwardOnce sends op once; errMoved when the lease changed hands before
+// the answer came.
+func (m *SessionManager) forwardOnce(ctx context.Context, op string, b []byte, out any) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changed := m.cfg.Cluster.Changed()
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	resp, err := m.cfg.Cluster.Forward(rctx, op, b)
 	if err != nil {
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return errMoved
+		}
 		return err
 	}
 	var w wireAnswer
@@ -454,4 +522,14 @@ func (m *SessionManager) forward(ctx context.Context, op string, req, out any) e
 		return nil
 	}
 	return json.Unmarshal(w.Value, out)
+}
+
+// wait waits d or until ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -73,9 +73,21 @@ func (s *memStream) feed(ctx context.Context, m *SessionManager) {
 // memCluster forwards to whichever node leads and shares live frames with
 // the others.
 type memCluster struct {
-	mu     sync.Mutex
-	leader *SessionManager
-	nodes  []*SessionManager
+	mu      sync.Mutex
+	leader  *SessionManager
+	nodes   []*SessionManager
+	changed chan struct{} // closed and replaced by setLeader
+}
+
+// setLeader makes l the holder (nil: none) and tells the nodes.
+func (c *memCluster) setLeader(l *SessionManager) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leader = l
+	if c.changed != nil {
+		close(c.changed)
+	}
+	c.changed = make(chan struct{})
 }
 
 type memNode struct {
@@ -92,6 +104,15 @@ func (n memNode) Forward(ctx context.Context, op string, req []byte) ([]byte, er
 		return nil, ErrNoLeader
 	}
 	return l.Serve(ctx, op, req)
+}
+
+func (n memNode) Changed() <-chan struct{} {
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	if n.c.changed == nil {
+		n.c.changed = make(chan struct{})
+	}
+	return n.c.changed
 }
 
 func (n memNode) PublishLive(b []byte) {
@@ -144,9 +165,7 @@ func (c *memCluster) lead(t *testing.T, h *testHub, s *memStream) {
 	if err := h.Lead(ctxT(t), s.all()); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	c.leader = h.SessionManager
-	c.mu.Unlock()
+	c.setLeader(h.SessionManager)
 }
 
 func TestFollowerForwardsAndShowsTheHoldersStream(t *testing.T) {
@@ -217,9 +236,7 @@ func TestFailoverClosesTheTurnAndGoesOn(t *testing.T) {
 	until(t, subB, event.Delta)
 
 	// The holder dies: its hub stops, the follower wins the lease.
-	c.mu.Lock()
-	c.leader = nil
-	c.mu.Unlock()
+	c.setLeader(nil)
 	aLog.dead.Store(true)
 	a.stop()
 	c.lead(t, b, s)

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,7 +157,13 @@ func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any,
 
 // forwardSubmit sends an input to the holder; the outcome of its turn,
 // if the door waits for one, comes from the log.
+//
+// An input forwarded without a client_msg_id is given one here, so that a
+// send again after a failover (forward) can never run it twice.
 func (m *SessionManager) forwardSubmit(ctx context.Context, in Input) (Result, error) {
+	if in.ClientMsgID == "" {
+		in.ClientMsgID = "fwd-" + rand.Text()
+	}
 	var r wireResult
 	err := m.forward(ctx, opSubmit, wireInput{Channel: in.Channel, From: in.From, Content: in.Content,
 		ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID}, &r)

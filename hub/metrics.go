@@ -83,7 +83,7 @@ func (m *SessionManager) appendLog(e event.Event) error {
 	t0 := time.Now()
 	err := m.log.Append(e)
 	m.metrics.appendLog.Observe(time.Since(t0).Seconds())
-	if err != nil {
+	if err != nil && !clusterFault(err) {
 		m.metrics.storageErrors.WithLabelValues("append").Inc()
 	}
 	return err

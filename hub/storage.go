@@ -16,6 +16,12 @@ const (
 	// StorageFailed: any other failed write (read-only file system, I/O
 	// error, a file the server may not replace).
 	StorageFailed = "storage_error"
+	// On a cluster node the log is a stream, and a refused append is no
+	// disk fault: StorageNoLeader, nothing was written (this node lost the
+	// lease, or the stream has no leader); StorageNoAnswer, the stream did
+	// not say whether it took the event. Neither turns /healthz to 503.
+	StorageNoLeader = "no_leader"
+	StorageNoAnswer = "no_answer"
 )
 
 // The parts of the data the hub writes, as its log lines and
@@ -42,6 +48,12 @@ func (e *StorageError) Unwrap() error { return e.Err }
 
 // Message is a sentence for the sender: what happened and what to do.
 func (e *StorageError) Message() string {
+	switch e.Code {
+	case StorageNoLeader:
+		return ErrNoLeader.Error()
+	case StorageNoAnswer:
+		return ErrNoAnswer.Error()
+	}
 	if e.Code == StorageFull {
 		return "the server's disk is full: nothing was saved, try again once space is freed (" + e.Error() + ")"
 	}
@@ -51,6 +63,9 @@ func (e *StorageError) Message() string {
 // TurnMessage is the sentence for a turn whose events the log refused:
 // its input is on disk, its reply (or part of it) is not.
 func (e *StorageError) TurnMessage() string {
+	if m := clusterTurnMessage(e.Code); m != "" {
+		return m
+	}
 	if e.Code == StorageFull {
 		return "the server's disk is full: this reply could not be saved, so it is not kept; free space and ask again (" + e.Error() + ")"
 	}
@@ -61,8 +76,33 @@ func storageErr(op string, err error) *StorageError {
 	return &StorageError{Code: storageCode(err), Op: op, Err: err}
 }
 
-// storageCode tells a full disk from other write failures.
+// clusterTurnMessage is the sentence for a turn whose events a cluster's
+// log did not take; "" for a disk fault.
+func clusterTurnMessage(code string) string {
+	switch code {
+	case StorageNoLeader:
+		return "this node stopped running the assistant while the reply was being written (another node took over): the reply is not kept; ask again"
+	case StorageNoAnswer:
+		return "the cluster's log did not confirm this reply in time, so it may not be kept; ask again if it is missing"
+	}
+	return ""
+}
+
+// clusterFault reports whether err is a cluster log's refusal (see
+// StorageNoLeader), not a disk fault.
+func clusterFault(err error) bool {
+	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNoAnswer)
+}
+
+// storageCode tells a full disk from other write failures, and a cluster
+// log's refusal from both.
 func storageCode(err error) string {
+	switch {
+	case errors.Is(err, ErrNoAnswer):
+		return StorageNoAnswer
+	case errors.Is(err, ErrNoLeader):
+		return StorageNoLeader
+	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return StorageFull
 	}
@@ -88,6 +128,12 @@ type fault struct {
 // success after a failure says that writing works again. attrs add detail
 // to the lines (which event was not recorded).
 func (m *SessionManager) stored(part string, err error, attrs ...any) {
+	if clusterFault(err) {
+		// Not the disk: this node's place in the cluster (see
+		// StorageNoLeader). /healthz tells it by the node's role.
+		m.cfg.Logger.Warn("cluster: the log did not take an event", append([]any{"part", part, "err", err}, attrs...)...)
+		return
+	}
 	f := m.faults[part]
 	switch {
 	case err == nil && f == nil:
