@@ -151,6 +151,10 @@ type Node struct {
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
 
+	// holderUntil is when the lease of the holder this node last saw
+	// renewing ends, by its clock; Campaign's goroutine only.
+	holderUntil time.Time
+
 	mu      sync.Mutex
 	role    Role
 	holder  string

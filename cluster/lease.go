@@ -107,6 +107,14 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 		return 0, every
 	}
 	e, err := n.kv.Get(ctx, LeaseKey)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && time.Now().Before(n.holderUntil) {
+		// A read that failed says nothing of the holder: a route to a
+		// paused or cut-off replica swallows requests until NATS drops
+		// it. The holder it last saw renewing still holds the lease until
+		// then: stay its follower (flipping to electing on every lost read
+		// made a majority-side node flap during a partition).
+		return 0, minLook
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		r, err := n.kv.Create(ctx, LeaseKey, me)
@@ -137,6 +145,7 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 		return 0, minLook
 	default:
 		n.set(Follower, string(e.Value()), fn)
+		n.holderUntil = time.Now().Add(min(time.Until(e.Created().Add(n.cfg.LeaseTTL)), n.cfg.LeaseTTL))
 		next := time.Until(e.Created().Add(n.cfg.LeaseTTL)) + minLook
 		return 0, min(max(next, minLook), every)
 	}

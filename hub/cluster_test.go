@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,6 +78,7 @@ type memCluster struct {
 	leader  *SessionManager
 	nodes   []*SessionManager
 	changed chan struct{} // closed and replaced by setLeader
+	hang    atomic.Bool       // the holder takes requests and never answers (it died with them)
 }
 
 // setLeader makes l the holder (nil: none) and tells the nodes.
@@ -102,6 +104,10 @@ func (n memNode) Forward(ctx context.Context, op string, req []byte) ([]byte, er
 	n.c.mu.Unlock()
 	if l == nil {
 		return nil, ErrNoLeader
+	}
+	if n.c.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	return l.Serve(ctx, op, req)
 }
@@ -405,4 +411,68 @@ func TestClientFarAheadGetsOnlyWhatIsNew(t *testing.T) {
 	if e := next(t, sub); e.Seq != 7 {
 		t.Fatalf("first event after since=6: seq %d", e.Seq)
 	}
+}
+
+// An input forwarded to a holder that dies with it is sent again to the
+// new holder as soon as the follower sees the lease change hands: the
+// client sees a delay, not no_answer after the full forwardWait, and the
+// input is in the log once.
+func TestForwardSentAgainWhenTheLeaseMoves(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, aLog := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	d, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	c.hang.Store(true)
+	type answer struct {
+		r   Result
+		err error
+		at  time.Time
+	}
+	got := make(chan answer, 1)
+	go func() {
+		r, err := b.Submit(ctxT(t), Input{Channel: event.ChannelWebhook, Content: "in flight", ClientMsgID: "f1"})
+		got <- answer{r, err, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond) // the request waits on the dying holder
+	aLog.dead.Store(true)
+	a.stop()
+	c.hang.Store(false)
+	moved := time.Now()
+	c.lead(t, d, s)
+	ans := <-got
+	if ans.err != nil || ans.r.Outcome != Started {
+		t.Fatalf("forwarded across the failover: %+v %v", ans.r, ans.err)
+	}
+	if wait := ans.at.Sub(moved); wait > time.Second {
+		t.Fatalf("answered %v after the lease moved: the follower waited for the dead holder", wait)
+	}
+	n := 0
+	for _, e := range s.all() {
+		var u event.UserData
+		if e.Type == event.User && e.Decode(&u) == nil && u.ClientMsgID == "f1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("input f1 is in the stream %d times", n)
+	}
+	g.Release <- struct{}{}
+}
+
+// An input forwarded without a client_msg_id is given one, so that a
+// send again can be told from a new input.
+func TestForwardedInputGetsAnID(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, _ := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	r, err := b.Submit(ctxT(t), Input{Channel: event.ChannelWebhook, Content: "no id"})
+	if err != nil || r.Echo == nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if u := data[event.UserData](t, r.Echo.Event); !strings.HasPrefix(u.ClientMsgID, "fwd-") {
+		t.Fatalf("forwarded input's client_msg_id %q, want one given by the follower", u.ClientMsgID)
+	}
+	g.Release <- struct{}{}
 }
