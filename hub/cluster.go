@@ -477,6 +477,10 @@ func (m *SessionManager) forward(ctx context.Context, op string, req, out any) e
 			if !resendable(op) {
 				return ErrNoAnswer
 			}
+		case errors.Is(err, ErrNoAnswer) && resendable(op):
+			// A holder that took it and stopped leading before it could
+			// say how it went: the next holder knows.
+			unknown = true
 		case errors.Is(err, ErrNoLeader) && resendable(op):
 		default:
 			return err
