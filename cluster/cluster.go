@@ -105,7 +105,9 @@ type Config struct {
 
 // Embedded configures the in-process JetStream server.
 type Embedded struct {
-	// Listen is the client address (HOST:PORT); port 0 picks a free one.
+	// Listen is the client address (HOST:PORT) for the nats CLI; port 0
+	// picks a free one. Empty: no client port at all — this node's own
+	// connection is in-process. Set, it needs Secret.
 	Listen string
 	// ClusterListen is the route address the other nodes dial. Used only
 	// when Routes is not empty.
@@ -116,10 +118,11 @@ type Embedded struct {
 	// StoreDir is JetStream's directory. Required (main defaults it to
 	// <data_dir>/nats).
 	StoreDir string
-	// Secret, when set, is required of every route (user "frontdesk") and
-	// every client (as a token) of the embedded server; all nodes share
-	// it. At least 16 characters. Empty: no authentication, which is safe
-	// only while both addresses are loopback or on a private network.
+	// Secret is required of every route (user "frontdesk") and every
+	// client (as a token) of the embedded server; all nodes share it. At
+	// least 16 characters. Required with Routes or Listen; empty is
+	// allowed only for a node on its own with no client port, which
+	// offers no port at all.
 	Secret string
 }
 
@@ -150,6 +153,9 @@ type Node struct {
 	state    jetstream.KeyValue
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
+
+	watch     *natsLog  // the embedded server's logger; nil with URL
+	refusedAt time.Time // Start: when a route first refused the secret
 
 	mu      sync.Mutex
 	role    Role
@@ -186,6 +192,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 		n.Close()
 		return nil, err
 	}
+	if n.watch != nil {
+		n.watch.running()
+	}
 	return n, nil
 }
 
@@ -204,6 +213,14 @@ func (c Config) check() error {
 	}
 	if s := c.Embedded.Secret; s != "" && len(s) < 16 {
 		return fmt.Errorf("cluster: the embedded NATS secret is %d characters; use at least 16", len(s))
+	}
+	if c.URL == "" && c.Embedded.Secret == "" {
+		if len(c.Embedded.Routes) > 0 {
+			return errors.New("cluster: a node with routes needs a secret: set cluster.nats.embedded.secret_env to a variable holding it (the same on every node; make one with: openssl rand -hex 16)")
+		}
+		if c.Embedded.Listen != "" {
+			return fmt.Errorf("cluster: cluster.nats.embedded.listen %s opens a NATS client port, which needs a secret: set cluster.nats.embedded.secret_env (or leave listen empty: the node needs no client port)", c.Embedded.Listen)
+		}
 	}
 	return nil
 }
@@ -230,13 +247,19 @@ func (n *Node) connect(ctx context.Context) error {
 		}
 		return nil
 	}
-	srv, err := startEmbedded(n.cfg)
+	n.watch = newNATSLog(n.log)
+	srv, err := startEmbedded(n.cfg, n.watch)
 	if err != nil {
 		return err
 	}
 	n.srv = srv
-	if !srv.ReadyForConnections(time.Until(deadline(ctx))) {
-		return fmt.Errorf("cluster: embedded NATS on %s did not start in time", n.cfg.Embedded.Listen)
+	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		if err := n.startTrouble(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.New("cluster: the embedded NATS server did not start in time")
+		}
 	}
 	if sec := n.cfg.Embedded.Secret; sec != "" {
 		opts = append(opts, nats.Token(sec))
@@ -253,30 +276,26 @@ func (n *Node) connect(ctx context.Context) error {
 	return nil
 }
 
-func deadline(ctx context.Context) time.Time {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return time.Now().Add(startTimeout)
-	}
-	return d
-}
-
-// startEmbedded starts the in-process JetStream server.
-func startEmbedded(cfg Config) (*server.Server, error) {
+// startEmbedded starts the in-process JetStream server, logging to w.
+func startEmbedded(cfg Config, w *natsLog) (*server.Server, error) {
 	e := cfg.Embedded
-	host, port, err := splitHostPort(e.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: embedded listen: %w", err)
-	}
 	opts := &server.Options{
 		ServerName: cfg.Node,
-		Host:       host,
-		Port:       port,
 		JetStream:  true,
 		StoreDir:   e.StoreDir,
 		MaxPayload: MaxEventBytes * 2,
 		NoSigs:     true,
 		NoLog:      true,
+		// No client port unless listen asks for one: this node's own
+		// connection is in-process (nats.InProcessServer).
+		DontListen: e.Listen == "",
+	}
+	if e.Listen != "" {
+		host, port, err := splitHostPort(e.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: embedded listen: %w", err)
+		}
+		opts.Host, opts.Port = host, port
 	}
 	if e.Secret != "" {
 		opts.Authorization = e.Secret
@@ -309,6 +328,7 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: embedded NATS: %w", err)
 	}
+	srv.SetLogger(w, false, false)
 	go srv.Start()
 	return srv, nil
 }
@@ -354,6 +374,9 @@ func (n *Node) bind(ctx context.Context) error {
 			cancel()
 			if last == nil {
 				break
+			}
+			if err := n.startTrouble(); err != nil {
+				return err
 			}
 			t := time.NewTimer(250 * time.Millisecond)
 			select {
@@ -434,9 +457,9 @@ func (n *Node) Name() string { return n.cfg.Node }
 func (n *Node) Replicas() int { return n.replicas }
 
 // ClientURL returns the embedded server's client URL, or "" when connected
-// to Config.URL.
+// to Config.URL or when it has no client port (Embedded.Listen empty).
 func (n *Node) ClientURL() string {
-	if n.srv == nil {
+	if n.srv == nil || n.cfg.Embedded.Listen == "" {
 		return ""
 	}
 	return n.srv.ClientURL()
