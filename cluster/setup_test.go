@@ -11,7 +11,7 @@ import (
 )
 
 // startErr starts cfg alone and returns Start's error and how long it took.
-func startErr(t *testing.T, cfg Config, wait time.Duration) (error, time.Duration) {
+func startErr(t *testing.T, cfg Config, wait time.Duration) (time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -20,7 +20,7 @@ func startErr(t *testing.T, cfg Config, wait time.Duration) (error, time.Duratio
 	if err == nil {
 		n.Close()
 	}
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 // A fourth node named like one of the three is refused within seconds,
@@ -33,7 +33,7 @@ func TestDuplicateNameRefused(t *testing.T) {
 	for _, c := range cfgs {
 		dup.Embedded.Routes = append(dup.Embedded.Routes, "nats://"+c.Embedded.ClusterListen)
 	}
-	err, took := startErr(t, dup, 20*time.Second)
+	took, err := startErr(t, dup, 20*time.Second)
 	if err == nil || !strings.Contains(err.Error(), `cluster.node "n2" is taken`) {
 		t.Fatalf("a second n2: got %v after %v, want the name taken", err, took)
 	}
@@ -54,7 +54,7 @@ func TestWrongSecretSaysSo(t *testing.T) {
 	for _, c := range cfgs {
 		bad.Embedded.Routes = append(bad.Embedded.Routes, "nats://"+c.Embedded.ClusterListen)
 	}
-	err, took := startErr(t, bad, 20*time.Second)
+	took, err := startErr(t, bad, 20*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "the routes refused this node's secret") {
 		t.Fatalf("another secret: got %v after %v", err, took)
 	}
@@ -73,7 +73,7 @@ func TestPortTakenSaysSo(t *testing.T) {
 	defer taken.Close()
 	cfg := clusterConfigs(t, 3, time.Second)[0]
 	cfg.Embedded.ClusterListen = taken.Addr().String()
-	err, took := startErr(t, cfg, 20*time.Second)
+	took, err := startErr(t, cfg, 20*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "cluster_listen "+taken.Addr().String()+": address already in use — is this node already running?") {
 		t.Fatalf("cluster_listen taken: got %v", err)
 	}
@@ -82,7 +82,7 @@ func TestPortTakenSaysSo(t *testing.T) {
 	}
 	cfg = clusterConfigs(t, 3, time.Second)[0]
 	cfg.Embedded.Listen = taken.Addr().String()
-	if err, _ := startErr(t, cfg, 20*time.Second); err == nil || !strings.Contains(err.Error(), "listen "+taken.Addr().String()+": address already in use") {
+	if _, err := startErr(t, cfg, 20*time.Second); err == nil || !strings.Contains(err.Error(), "listen "+taken.Addr().String()+": address already in use") {
 		t.Fatalf("listen taken: got %v", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestNoOpenClientPort(t *testing.T) {
 		cfg := clusterConfigs(t, 3, time.Second)[0]
 		cfg.Embedded.Secret = ""
 		c.edit(&cfg)
-		if err, _ := startErr(t, cfg, 5*time.Second); err == nil || !strings.Contains(err.Error(), "cluster.nats.embedded.secret_env") {
+		if _, err := startErr(t, cfg, 5*time.Second); err == nil || !strings.Contains(err.Error(), "cluster.nats.embedded.secret_env") {
 			t.Errorf("%s without a secret: got %v", c.name, err)
 		}
 	}
