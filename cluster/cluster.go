@@ -12,6 +12,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -192,6 +193,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 		n.Close()
 		return nil, err
 	}
+	if err := n.settle(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
 	if n.watch != nil {
 		n.watch.running()
 	}
@@ -248,7 +253,7 @@ func (n *Node) connect(ctx context.Context) error {
 		return nil
 	}
 	n.watch = newNATSLog(n.log)
-	srv, err := startEmbedded(n.cfg, n.watch)
+	srv, token, err := startEmbedded(n.cfg, n.watch)
 	if err != nil {
 		return err
 	}
@@ -261,8 +266,8 @@ func (n *Node) connect(ctx context.Context) error {
 			return errors.New("cluster: the embedded NATS server did not start in time")
 		}
 	}
-	if sec := n.cfg.Embedded.Secret; sec != "" {
-		opts = append(opts, nats.Token(sec))
+	if token != "" {
+		opts = append(opts, nats.Token(token))
 	}
 	nc, err := nats.Connect("", append(opts, nats.InProcessServer(srv))...)
 	if err != nil {
@@ -276,8 +281,18 @@ func (n *Node) connect(ctx context.Context) error {
 	return nil
 }
 
-// startEmbedded starts the in-process JetStream server, logging to w.
-func startEmbedded(cfg Config, w *natsLog) (*server.Server, error) {
+// startEmbedded starts the in-process JetStream server, logging to w. It
+// returns the token this node's own (in-process) connection presents.
+//
+// No client port takes a connection without a secret. With listen, the
+// port wants Secret as its token (the nats CLI's way in). Without listen
+// and without routes there is no client port at all (DontListen). Without
+// listen but with routes there must be one: nats-server starts routing
+// only once its client listener is up, which DontListen never brings up
+// (2.15: StartRouting waits on clientListenReady). That port is on
+// loopback, on a free port, and wants a random token only this process
+// knows, so nobody else can use it, not even with the secret.
+func startEmbedded(cfg Config, w *natsLog) (*server.Server, string, error) {
 	e := cfg.Embedded
 	opts := &server.Options{
 		ServerName: cfg.Node,
@@ -286,20 +301,21 @@ func startEmbedded(cfg Config, w *natsLog) (*server.Server, error) {
 		MaxPayload: MaxEventBytes * 2,
 		NoSigs:     true,
 		NoLog:      true,
-		// No client port unless listen asks for one: this node's own
-		// connection is in-process (nats.InProcessServer).
-		DontListen: e.Listen == "",
 	}
-	if e.Listen != "" {
+	token := ""
+	switch {
+	case e.Listen != "":
 		host, port, err := splitHostPort(e.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: embedded listen: %w", err)
+			return nil, "", fmt.Errorf("cluster: embedded listen: %w", err)
 		}
-		opts.Host, opts.Port = host, port
+		opts.Host, opts.Port, token = host, port, e.Secret
+	case len(e.Routes) > 0:
+		opts.Host, opts.Port, token = "127.0.0.1", server.RANDOM_PORT, rand.Text()+rand.Text()
+	default:
+		opts.DontListen = true
 	}
-	if e.Secret != "" {
-		opts.Authorization = e.Secret
-	}
+	opts.Authorization = token
 	if len(e.Routes) == 0 {
 		// One NATS node: no other copy, so every write is synced as with
 		// session.fsync: always.
@@ -307,7 +323,7 @@ func startEmbedded(cfg Config, w *natsLog) (*server.Server, error) {
 	} else {
 		chost, cport, err := splitHostPort(e.ClusterListen)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: embedded cluster_listen: %w", err)
+			return nil, "", fmt.Errorf("cluster: embedded cluster_listen: %w", err)
 		}
 		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: chost, Port: cport}
 		if e.Secret != "" {
@@ -316,7 +332,7 @@ func startEmbedded(cfg Config, w *natsLog) (*server.Server, error) {
 		for _, r := range e.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Host == "" {
-				return nil, fmt.Errorf("cluster: route %q is not nats://host:port", r)
+				return nil, "", fmt.Errorf("cluster: route %q is not nats://host:port", r)
 			}
 			if e.Secret != "" {
 				u.User = url.UserPassword(routeUser, e.Secret)
@@ -326,11 +342,11 @@ func startEmbedded(cfg Config, w *natsLog) (*server.Server, error) {
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: embedded NATS: %w", err)
+		return nil, "", fmt.Errorf("cluster: embedded NATS: %w", err)
 	}
 	srv.SetLogger(w, false, false)
 	go srv.Start()
-	return srv, nil
+	return srv, token, nil
 }
 
 // splitHostPort parses HOST:PORT; port 0 becomes NATS's "pick a free one".

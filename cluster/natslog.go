@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -115,7 +118,7 @@ func runningText(k trouble) string {
 	case secretWrong:
 		return "cluster: refused a node that tried to join with another secret (cluster.nats.embedded.secret_env differs on that node)"
 	case clientRefused:
-		return "cluster: refused a NATS client without the secret on cluster.nats.embedded.listen"
+		return "cluster: refused a NATS client without the secret (the nats CLI needs it as its token)"
 	case nameTaken:
 		return "cluster: refused a node that tried to join with this node's name: each node needs its own cluster.node"
 	}
@@ -171,4 +174,55 @@ func (n *Node) startTrouble() error {
 			return nil
 		}
 	}
+}
+
+// settleWait bounds settle.
+const settleWait = 3 * time.Second
+
+// settle waits, once bound, until this node has a route to every other
+// node whose route port answers, for at most settleWait, and fails Start
+// if the server reports trouble meanwhile. Binding can succeed within
+// milliseconds through one node while another is still refusing this one
+// (its name taken): the refusal must end Start, not reach a node already
+// serving. A node whose routes all come up waits no longer than that.
+func (n *Node) settle(ctx context.Context) error {
+	if n.srv == nil || len(n.cfg.Embedded.Routes) == 0 {
+		return nil
+	}
+	answering := 0
+	for _, r := range n.cfg.Embedded.Routes {
+		if u, err := url.Parse(r); err == nil {
+			if c, err := net.DialTimeout("tcp", u.Host, 300*time.Millisecond); err == nil {
+				_ = c.Close()
+				answering++
+			}
+		}
+	}
+	for end := time.Now().Add(settleWait); ; {
+		if err := n.startTrouble(); err != nil {
+			return err
+		}
+		if n.routedNodes() >= answering || time.Now().After(end) || ctx.Err() != nil {
+			return nil
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// routedNodes is the number of other servers this one has a route to.
+func (n *Node) routedNodes() int {
+	rz, err := n.srv.Routez(nil)
+	if err != nil {
+		return 0
+	}
+	names := map[string]bool{}
+	for _, r := range rz.Routes {
+		names[r.RemoteName] = true
+	}
+	return len(names)
 }

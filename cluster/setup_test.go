@@ -103,6 +103,23 @@ func TestNoOpenClientPort(t *testing.T) {
 			t.Errorf("a client connected to %s with listen unset", cl)
 		}
 	}
+	// With routes and no listen, the client port nats-server needs to
+	// start routing takes nobody, not even with the secret.
+	cfgs := clusterConfigs(t, 3, time.Second)
+	for i := range cfgs {
+		cfgs[i].Embedded.Listen = ""
+	}
+	for _, n := range startNodes(t, cfgs) {
+		if u := n.ClientURL(); u != "" {
+			t.Errorf("%s: client URL without listen: %q", n.Name(), u)
+		}
+		for _, opt := range []nats.Option{nats.Name("no credentials"), nats.Token(testSecret)} {
+			if nc, err := nats.Connect(n.srv.ClientURL(), opt, nats.NoReconnect(), nats.Timeout(time.Second)); err == nil {
+				nc.Close()
+				t.Errorf("%s: a client connected to %s", n.Name(), n.srv.ClientURL())
+			}
+		}
+	}
 	for _, c := range []struct {
 		name string
 		edit func(*Config)
