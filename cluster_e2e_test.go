@@ -33,7 +33,8 @@ type testCluster struct {
 // clusterProc is one node: its config and, while it runs, its process.
 type clusterProc struct {
 	name, dir, cfg string
-	p              *proc // nil while down
+	clusterAddr    string // its cluster_listen, which the others' routes dial
+	p              *proc  // nil while down
 }
 
 // freePorts finds n free loopback ports (closed again: a node binds them).
@@ -83,7 +84,8 @@ func newTestCluster(t testing.TB, extra string) *testCluster {
 				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[j]))
 			}
 		}
-		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1))}
+		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1)),
+			clusterAddr: fmt.Sprintf("127.0.0.1:%d", ports[i])}
 		n.cfg = filepath.Join(root, n.name+".yaml")
 		agent := "agent: {demo: {delay_ms: 2}}\n"
 		if strings.Contains(extra, "agent:") {
