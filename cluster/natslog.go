@@ -38,9 +38,10 @@ const logRepeat = time.Minute
 
 // natsLog is the embedded server's logger (server.Logger). The server logs
 // from its own goroutines; natsLog picks out the few messages frontdesk
-// acts on and drops the rest. While the node starts, each is sent on
-// seen for Start to fail with a plain sentence; once it runs (started), a
-// problem is logged, at most once per logRepeat per kind.
+// acts on and drops the rest. While the node starts, a problem of its
+// own (a port, its name, its secret refused) is sent on seen for Start to
+// fail with a plain sentence; any other problem, and every problem once
+// it runs (started), is logged, at most once per logRepeat per kind.
 type natsLog struct {
 	log  *slog.Logger
 	seen chan problem // buffered; a full channel drops (Start needs only the first)
@@ -88,17 +89,19 @@ func (w *natsLog) report(fatal bool, format string, args []any) {
 		return
 	}
 	w.mu.Lock()
-	started := w.started
+	// What another node did wrong (another secret, a client without one)
+	// does not stop this node's start: it is logged, as once running.
+	toStart := !w.started && kind != secretWrong && kind != clientRefused
 	now := time.Now()
 	quiet := now.Sub(w.last[kind]) < logRepeat
 	again := w.again[kind]
-	if started && quiet {
+	if !toStart && quiet {
 		w.again[kind]++
-	} else if started {
+	} else if !toStart {
 		w.last[kind], w.again[kind] = now, 0
 	}
 	w.mu.Unlock()
-	if !started {
+	if toStart {
 		select {
 		case w.seen <- problem{kind, msg}:
 		default:
@@ -162,7 +165,7 @@ func (n *Node) startTrouble() error {
 				return fmt.Errorf("cluster: embedded NATS: %s", p.text)
 			case nameTaken:
 				return fmt.Errorf("cluster: cluster.node %q is taken: another node of this cluster already runs with that name; give each node its own name", n.cfg.Node)
-			case secretRefused, secretWrong:
+			case secretRefused:
 				if n.refusedAt.IsZero() {
 					n.refusedAt = time.Now()
 				}
