@@ -385,7 +385,7 @@ func (n *Node) bind(ctx context.Context) error {
 	for _, s := range steps {
 		var last error
 		for {
-			actx, cancel := context.WithTimeout(ctx, apiTimeout)
+			actx, cancel := n.attemptCtx(ctx)
 			last = s.fn(actx)
 			cancel()
 			if last == nil {

@@ -44,7 +44,8 @@ const logRepeat = time.Minute
 // it runs (started), is logged, at most once per logRepeat per kind.
 type natsLog struct {
 	log  *slog.Logger
-	seen chan problem // buffered; a full channel drops (Start needs only the first)
+	seen chan problem  // buffered; a full channel drops (Start needs only the first)
+	poke chan struct{} // cap 1: something was sent on seen
 
 	mu      sync.Mutex
 	started bool
@@ -53,7 +54,8 @@ type natsLog struct {
 }
 
 func newNATSLog(l *slog.Logger) *natsLog {
-	return &natsLog{log: l, seen: make(chan problem, 16), last: map[trouble]time.Time{}, again: map[trouble]int{}}
+	return &natsLog{log: l, seen: make(chan problem, 16), poke: make(chan struct{}, 1),
+		last: map[trouble]time.Time{}, again: map[trouble]int{}}
 }
 
 // running switches from reporting to Start to logging.
@@ -104,6 +106,10 @@ func (w *natsLog) report(fatal bool, format string, args []any) {
 	if toStart {
 		select {
 		case w.seen <- problem{kind, msg}:
+		default:
+		}
+		select {
+		case w.poke <- struct{}{}:
 		default:
 		}
 		return
@@ -228,4 +234,27 @@ func (n *Node) routedNodes() int {
 		names[r.RemoteName] = true
 	}
 	return len(names)
+}
+
+// attemptCtx bounds one JetStream request of Start's bind: apiTimeout, cut
+// short when the server reports trouble (so Start says so at once rather
+// than after the request), and when the routes refused this node's secret,
+// at the end of refusedWait.
+func (n *Node) attemptCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := apiTimeout
+	if !n.refusedAt.IsZero() {
+		d = min(d, max(time.Until(n.refusedAt.Add(refusedWait)), 10*time.Millisecond))
+	}
+	actx, cancel := context.WithTimeout(ctx, d)
+	if n.watch == nil {
+		return actx, cancel
+	}
+	go func() {
+		select {
+		case <-n.watch.poke:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	return actx, cancel
 }
