@@ -107,8 +107,10 @@ type Config struct {
 // Embedded configures the in-process JetStream server.
 type Embedded struct {
 	// Listen is the client address (HOST:PORT) for the nats CLI; port 0
-	// picks a free one. Empty: no client port at all — this node's own
-	// connection is in-process. Set, it needs Secret.
+	// picks a free one. Set, it needs Secret. Empty: this node's own
+	// connection is in-process and nobody else gets in: no client port at
+	// all without Routes, and with Routes a loopback one that takes only
+	// this process (see startEmbedded).
 	Listen string
 	// ClusterListen is the route address the other nodes dial. Used only
 	// when Routes is not empty.

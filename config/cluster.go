@@ -48,8 +48,8 @@ type ClusterNATS struct {
 // ClusterEmbedded configures the embedded JetStream server.
 type ClusterEmbedded struct {
 	// Listen is its client address, for the nats CLI; it needs SecretEnv.
-	// Empty (default): no client port at all (the node's own connection
-	// is in-process).
+	// Empty (default): no client port anyone can use (the node's own
+	// connection is in-process; see cluster.Embedded.Listen).
 	Listen string `yaml:"listen"`
 	// ClusterListen is the address the other nodes' routes dial. Default
 	// 127.0.0.1:6222 (set a private address for several machines).
