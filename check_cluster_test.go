@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,30 +25,30 @@ func TestCheckConfigCluster(t *testing.T) {
 	ports := freePorts(t, 2)
 	write := func(name, listen string, routes ...string) string {
 		p := filepath.Join(dir, name)
-		cfg := fmt.Sprintf("data_dir: %s\ncluster:\n  node: n1\n  nats:\n    embedded:\n      listen: %q\n      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n",
-			filepath.Join(dir, "data"), listen, ports[1], strings.Join(routes, ", "))
+		cfg := fmt.Sprintf("data_dir: %s\ncluster:\n  node: n1\n  nats:\n    embedded:\n      listen: %q\n      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n      secret_env: %s\n",
+			filepath.Join(dir, "data"), listen, ports[1], strings.Join(routes, ", "), testNATSSecretEnv)
 		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 	free := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	out, err := runCmd(t, "check-config", "-config", write("ok.yaml", free, "nats://127.0.0.1:1", "nats://"+taken.Addr().String()))
+	out, err := checkConfigRun(t, write("ok.yaml", free, "nats://127.0.0.1:1", "nats://"+taken.Addr().String()), testNATSEnv)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatal(err, out)
 	}
 	for _, want := range []string{"config ok", "one of 3 embedded NATS nodes", free + ": free", "route nats://" + taken.Addr().String() + ": answering"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check-config said:\n%s\nwant %q", out, want)
 		}
 	}
-	if _, err := runCmd(t, "check-config", "-config", write("taken.yaml", taken.Addr().String(), "nats://127.0.0.1:1", "nats://127.0.0.1:2")); err == nil ||
-		!strings.Contains(err.Error(), "is this node already running") {
-		t.Errorf("listen port taken: got %v", err)
+	if out, err := checkConfigRun(t, write("taken.yaml", taken.Addr().String(), "nats://127.0.0.1:1", "nats://127.0.0.1:2"), testNATSEnv); err == nil ||
+		!strings.Contains(out, "is this node already running") {
+		t.Errorf("listen port taken: got %v\n%s", err, out)
 	}
-	if _, err := runCmd(t, "check-config", "-config", write("shape.yaml", free, "nats://127.0.0.1:1")); err == nil ||
-		!strings.Contains(err.Error(), "cluster.replicas is 3 but the cluster has 2 nodes") {
-		t.Errorf("three replicas on two nodes: got %v", err)
+	if out, err := checkConfigRun(t, write("shape.yaml", free, "nats://127.0.0.1:1"), testNATSEnv); err == nil ||
+		!strings.Contains(out, "cluster.replicas is 3 but the cluster has 2 nodes") {
+		t.Errorf("three replicas on two nodes: got %v\n%s", err, out)
 	}
 }
 
@@ -65,6 +66,7 @@ func TestContribClusterFiles(t *testing.T) {
 			Hostname string
 			Command  []string
 			Volumes  []string
+			Ports    []string
 		}
 		Volumes map[string]any
 	}
@@ -91,6 +93,10 @@ func TestContribClusterFiles(t *testing.T) {
 		if want := []string{"./" + n + ".yaml:/etc/frontdesk/config.yaml:ro,z", n + "-data:/data"}; strings.Join(s.Volumes, " ") != strings.Join(want, " ") {
 			t.Errorf("compose.yaml: %s mounts %q, want %q", n, s.Volumes, want)
 		}
+		// No fixed host port: the engine picks a free one (README).
+		if want := []string{"127.0.0.1::8080"}; !slices.Equal(s.Ports, want) {
+			t.Errorf("compose.yaml: %s publishes %q, want %q", n, s.Ports, want)
+		}
 		if _, ok := compose.Volumes[n+"-data"]; !ok {
 			t.Errorf("compose.yaml: no volume %s-data", n)
 		}
@@ -104,6 +110,67 @@ func TestContribClusterFiles(t *testing.T) {
 		}
 		if strings.Join(routes[n], " ") != strings.Join(want, " ") {
 			t.Errorf("%s.yaml: routes %q, want %q", n, routes[n], want)
+		}
+	}
+}
+
+// README's three nodes on one machine: three valid configs with their own
+// data directory, web port, client port and cluster port, a secret, and
+// as routes exactly the other two's cluster_listen.
+func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "**Three nodes on one machine**")
+	if !ok {
+		t.Fatal("README has no three nodes on one machine")
+	}
+	dir := t.TempDir()
+	type node struct {
+		addrs  []string
+		listen string
+		routes []string
+	}
+	nodes := map[string]node{}
+	seen := map[string]string{}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		start := strings.Index(after, "```yaml\n# "+name+".yaml\n")
+		if start < 0 {
+			t.Fatalf("README: no %s.yaml", name)
+		}
+		block := after[start+len("```yaml\n"):]
+		block = block[:strings.Index(block, "```")]
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadConfig(p, "", "")
+		if err != nil {
+			t.Fatalf("README %s.yaml: %v", name, err)
+		}
+		e := cfg.Cluster.NATS.Embedded
+		if cfg.Cluster.Node != name || e.SecretEnv == "" {
+			t.Errorf("README %s.yaml: node %q, secret_env %q", name, cfg.Cluster.Node, e.SecretEnv)
+		}
+		n := node{addrs: []string{cfg.DataDir, cfg.Server.Addr, e.Listen, e.ClusterListen}, listen: e.ClusterListen, routes: e.Routes}
+		for _, a := range n.addrs {
+			if other, dup := seen[a]; dup || a == "" {
+				t.Errorf("README %s.yaml: %q is also %s's", name, a, other)
+			}
+			seen[a] = name
+		}
+		nodes[name] = n
+	}
+	for name, n := range nodes {
+		var want []string
+		for _, o := range []string{"n1", "n2", "n3"} {
+			if o != name {
+				want = append(want, "nats://"+nodes[o].listen)
+			}
+		}
+		if !slices.Equal(n.routes, want) {
+			t.Errorf("README %s.yaml: routes %q, want %q", name, n.routes, want)
 		}
 	}
 }

@@ -33,7 +33,8 @@ type testCluster struct {
 // clusterProc is one node: its config and, while it runs, its process.
 type clusterProc struct {
 	name, dir, cfg string
-	p              *proc // nil while down
+	clusterAddr    string // its cluster_listen, which the others' routes dial
+	p              *proc  // nil while down
 }
 
 // freePorts finds n free loopback ports (closed again: a node binds them).
@@ -55,21 +56,36 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// The test clusters' secret (cluster.nats.embedded.secret_env names
+// testNATSSecretEnv; a cluster's routes need one): every node gets
+// testNATSEnv.
+const testNATSSecretEnv = "FRONTDESK_TEST_NATS_SECRET"
+
+var testNATSEnv = []string{testNATSSecretEnv + "=test-nats-secret-0123456789"}
+
+// testNATSConfig is the cluster.nats.embedded block of a test node: its
+// route address, the routes and the secret; no client port (the default).
+func testNATSConfig(clusterPort int, routes []string) string {
+	return fmt.Sprintf("      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n      secret_env: %s\n",
+		clusterPort, strings.Join(routes, ", "), testNATSSecretEnv)
+}
+
 // newTestCluster writes three nodes' configs (extra is appended to each)
 // and starts them together: each waits for the others before it listens.
 func newTestCluster(t testing.TB, extra string) *testCluster {
 	t.Helper()
 	root := t.TempDir()
-	ports := freePorts(t, 6)
+	ports := freePorts(t, 3)
 	c := &testCluster{t: t}
 	for i := range 3 {
 		var routes []string
 		for j := range 3 {
 			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+j]))
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[j]))
 			}
 		}
-		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1))}
+		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1)),
+			clusterAddr: fmt.Sprintf("127.0.0.1:%d", ports[i])}
 		n.cfg = filepath.Join(root, n.name+".yaml")
 		agent := "agent: {demo: {delay_ms: 2}}\n"
 		if strings.Contains(extra, "agent:") {
@@ -81,17 +97,14 @@ cluster:
   node: %s
   nats:
     embedded:
-      listen: "127.0.0.1:%d"
-      cluster_listen: "127.0.0.1:%d"
-      routes: [%s]
-%s`, n.dir, agent, n.name, ports[i], ports[3+i], strings.Join(routes, ", "), extra)
+%s%s`, n.dir, agent, n.name, testNATSConfig(ports[i], routes), extra)
 		if err := os.WriteFile(n.cfg, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
-		n.p = spawn(t, root, nil, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+		n.p = spawn(t, root, testNATSEnv, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
 	}
 	for _, n := range c.nodes {
 		n.p.await(t, 60*time.Second)
@@ -103,7 +116,7 @@ cluster:
 func (c *testCluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	n.p = spawn(c.t, filepath.Dir(n.dir), nil, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+	n.p = spawn(c.t, filepath.Dir(n.dir), testNATSEnv, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
 	n.p.await(c.t, 60*time.Second)
 }
 

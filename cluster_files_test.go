@@ -32,25 +32,24 @@ type trioNode struct {
 func startTrio(tb testing.TB, extra string) []*trioNode {
 	tb.Helper()
 	root := tb.TempDir()
-	ports := freePorts(tb, 6) // client, cluster per node
+	ports := freePorts(tb, 3) // cluster_listen per node
 	nodes := make([]*trioNode, 3)
 	for i := range nodes {
 		var routes []string
 		for j := range nodes {
 			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+j]))
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[j]))
 			}
 		}
 		name := fmt.Sprintf("n%d", i+1)
 		dir := filepath.Join(root, name)
 		os.MkdirAll(dir, 0o700)
-		cfg := fmt.Sprintf("data_dir: %s\nserver: {addr: \"127.0.0.1:0\"}\n%s\ncluster:\n  node: %s\n  nats:\n    embedded:\n"+
-			"      listen: \"127.0.0.1:%d\"\n      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n",
-			filepath.Join(dir, "data"), extra, name, ports[i], ports[3+i], strings.Join(routes, ", "))
+		cfg := fmt.Sprintf("data_dir: %s\nserver: {addr: \"127.0.0.1:0\"}\n%s\ncluster:\n  node: %s\n  nats:\n    embedded:\n%s",
+			filepath.Join(dir, "data"), extra, name, testNATSConfig(ports[i], routes))
 		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
 			tb.Fatal(err)
 		}
-		nodes[i] = &trioNode{name: name, dir: dir, p: spawn(tb, dir, nil, nil, "-config", filepath.Join(dir, "config.yaml"))}
+		nodes[i] = &trioNode{name: name, dir: dir, p: spawn(tb, dir, testNATSEnv, nil, "-config", filepath.Join(dir, "config.yaml"))}
 	}
 	for _, n := range nodes {
 		n.p.await(tb, 60*time.Second)

@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func startFDCluster(t *testing.T, extra string, env []string) []*fdNode {
 				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 			}
 		}
-		n := &fdNode{name: fmt.Sprintf("n%d", i+1), dir: t.TempDir(), env: env}
+		n := &fdNode{name: fmt.Sprintf("n%d", i+1), dir: t.TempDir(), env: append(slices.Clone(testNATSEnv), env...)}
 		n.cfg = filepath.Join(n.dir, "frontdesk.yaml")
 		yaml := fmt.Sprintf(`data_dir: %q
 server: {addr: "127.0.0.1:0"}
@@ -53,10 +54,7 @@ cluster:
   node: %s
   nats:
     embedded:
-      listen: "127.0.0.1:0"
-      cluster_listen: "127.0.0.1:%d"
-      routes: [%s]
-%s`, filepath.Join(n.dir, "data"), n.name, ports[i], strings.Join(routes, ","), extra)
+%s%s`, filepath.Join(n.dir, "data"), n.name, testNATSConfig(ports[i], routes), extra)
 		if err := os.WriteFile(n.cfg, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}

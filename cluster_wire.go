@@ -44,6 +44,18 @@ func clusterSecretSet(cfg config.Config, getenv func(string) string) error {
 	return nil
 }
 
+// onItsOwn is the start-up banner's warning for a cluster node with its
+// embedded NATS and no routes: it forms a one-node desk of its own, which
+// the other nodes (whose routes may still list it) do not reach. "" for
+// any other node.
+func onItsOwn(cfg config.Config) string {
+	c := cfg.Cluster
+	if !c.Enabled() || c.NATS.URL != "" || len(c.NATS.Embedded.Routes) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("cluster node %s is on its own: no routes (cluster.nats.embedded.routes), so this is a one-node desk of its own that other nodes do not reach", c.Node)
+}
+
 // joinCluster joins the cluster when cluster.node is set (startCluster);
 // nil on a single node.
 func joinCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
-	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/config"
 )
 
@@ -194,45 +193,4 @@ func newAgent(cfg config.Config, getenv func(string) string, logger *slog.Logger
 		return &agent.Command{Argv: c.Argv, Env: env, Timeout: time.Duration(c.TimeoutSec) * time.Second, Logger: logger, Files: files}, nil
 	}
 	return &agent.Demo{Delay: time.Duration(cfg.Agent.Demo.DelayMS) * time.Millisecond}, nil
-}
-
-// checkConfig reports the effective configuration and whether the agent
-// backend answers (a cheap request: the model list, or the program exists).
-func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "config ok: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
-	if cfg.Cluster.Enabled() {
-		if err := clusterSecretSet(cfg, getenv); err != nil {
-			return err
-		}
-		lines, err := cluster.Check(ctx, clusterConfig(cfg, getenv))
-		for _, l := range lines {
-			fmt.Fprintln(stdout, l)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	ag, err := newAgent(cfg, getenv, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		return err
-	}
-	if checker, ok := ag.(interface{ Check(context.Context) error }); ok {
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := checker.Check(cctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("agent backend %s is not reachable: %w", cfg.Agent.Backend, err)
-		}
-		fmt.Fprintf(stdout, "agent backend %s: reachable\n", cfg.Agent.Backend)
-	}
-	// Each MCP server is started (or dialled), asked for its tools and
-	// stopped.
-	if tools := newMCPManager(cfg, getenv, slog.New(slog.DiscardHandler)); tools != nil {
-		lines, err := tools.Check(ctx)
-		for _, l := range lines {
-			fmt.Fprintln(stdout, l)
-		}
-		return err
-	}
-	return nil
 }

@@ -51,6 +51,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *lockedBuffer
+	stdout *lockedBuffer // every line it printed (read after the line arrived)
 	exited chan error
 	addr   chan string
 }
@@ -86,7 +87,7 @@ func spawn(t testing.TB, dir string, env []string, stdin io.Reader, args ...stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1), addr: make(chan string, 1)}
+	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, stdout: &lockedBuffer{}, exited: make(chan error, 1), addr: make(chan string, 1)}
 	cmd.Stderr = p.stderr
 	if d := os.Getenv("FRONTDESK_TEST_LOGDIR"); d != "" {
 		// Keep every process's log for a look after the test.
@@ -105,6 +106,7 @@ func spawn(t testing.TB, dir string, env []string, stdin io.Reader, args ...stri
 		sc := bufio.NewScanner(stdout)
 		re := regexp.MustCompile(`listening on (http://\S+)`)
 		for sc.Scan() {
+			fmt.Fprintln(p.stdout, sc.Text())
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				p.addr <- m[1]
 			}

@@ -90,8 +90,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	stopRunner, runnerErr := startRunner(ctx, cfg, node, a, st, &lt, logger)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
-		version, ln.Addr(), cfg.DataDir, cfg.Agent.Backend)
+	banner(stdout, cfg, ln.Addr())
 
 	// The console REPL ends on /quit, Ctrl-D or end of input; the server
 	// goes on.
@@ -115,6 +114,16 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		runErr = err
 	}
 	return runErr
+}
+
+// banner is the start-up line (the tests and scripts wait for its
+// "listening on"), and on a cluster node on its own a line saying so.
+func banner(stdout io.Writer, cfg config.Config, addr net.Addr) {
+	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
+		version, addr, cfg.DataDir, cfg.Agent.Backend)
+	if alone := onItsOwn(cfg); alone != "" {
+		fmt.Fprintln(stdout, alone)
+	}
 }
 
 // waitForEnd waits for a signal (ctx), the hub's end, the HTTP server's

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,11 +21,11 @@ const checkWait = 5 * time.Second
 // Check tells, without joining, whether this node could join the cluster
 // as cfg says (`frontdesk check-config`): for an embedded server, the
 // cluster's shape (replicas no more than the nodes, routes not to itself
-// nor twice, a cluster address the other machines can dial) and that its
-// ports are free; for an existing NATS cluster (URL), that it connects
-// with the credentials and has JetStream, and has servers enough for the
-// replicas. It returns what it found, one line each, and an error naming
-// the first problem.
+// nor twice, a cluster address the other machines can dial), that its
+// ports are free, and that the routes that answer take its secret; for an
+// existing NATS cluster (URL), that it connects with the credentials and
+// has JetStream, and has servers enough for the replicas. It returns what
+// it found, one line each, and an error naming the first problem.
 func Check(ctx context.Context, cfg Config) ([]string, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
@@ -42,12 +44,17 @@ func checkEmbedded(ctx context.Context, cfg Config) ([]string, error) {
 		return nil, err
 	}
 	if len(e.Routes) == 0 {
-		lines = append(lines, "cluster: one embedded NATS node (no routes): replicas 1, every write synced")
+		lines = append(lines, "cluster: node "+cfg.Node+" is on its own: no routes, so it is a one-node desk of its own (replicas 1, every write synced) that other nodes do not reach; to join a cluster, list the other nodes' cluster_listen in cluster.nats.embedded.routes")
 	} else {
 		lines = append(lines, fmt.Sprintf("cluster: node %s, one of %d embedded NATS nodes, replicas %d (a majority of %d must be up)",
 			cfg.Node, len(e.Routes)+1, cfg.Replicas, cfg.Replicas/2+1))
 	}
-	ports := [][2]string{{"cluster.nats.embedded.listen", e.Listen}}
+	var ports [][2]string
+	if e.Listen == "" {
+		lines = append(lines, "cluster.nats.embedded.listen: none (no NATS client port; this node connects in-process)")
+	} else {
+		ports = append(ports, [2]string{"cluster.nats.embedded.listen", e.Listen})
+	}
 	if len(e.Routes) > 0 {
 		ports = append(ports, [2]string{"cluster.nats.embedded.cluster_listen", e.ClusterListen})
 	}
@@ -57,18 +64,61 @@ func checkEmbedded(ctx context.Context, cfg Config) ([]string, error) {
 		}
 		lines = append(lines, fmt.Sprintf("%s %s: free", p[0], p[1]))
 	}
+	var refused []string
 	for _, r := range e.Routes {
-		u, _ := url.Parse(r)
-		d := net.Dialer{Timeout: time.Second}
-		c, err := d.DialContext(ctx, "tcp", u.Host)
+		line, err := checkRoute(ctx, r, e.Secret)
+		lines = append(lines, line)
 		if err != nil {
-			lines = append(lines, fmt.Sprintf("route %s: not answering (that node is down or not started yet; the cluster forms once a majority is up)", r))
-			continue
+			refused = append(refused, r)
 		}
-		_ = c.Close()
-		lines = append(lines, fmt.Sprintf("route %s: answering", r))
+	}
+	if len(refused) > 0 {
+		return lines, fmt.Errorf("the routes refused this node's secret (%s): cluster.nats.embedded.secret_env must hold the same secret on every node", strings.Join(refused, ", "))
 	}
 	return lines, nil
+}
+
+// errRefused: a route refused the secret.
+var errRefused = errors.New("refused")
+
+// checkRoute dials route r as a route of this cluster with the secret and
+// tells what answered: nothing (the node is down: fine), a NATS route port
+// that takes the secret, one that refuses it (errRefused), or something
+// else. It sends a route CONNECT and a PING, and closes before it sends
+// an INFO, so the node never counts it as a route; a node that refuses
+// logs the refusal as it would a node's.
+func checkRoute(ctx context.Context, r, secret string) (string, error) {
+	u, _ := url.Parse(r)
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return fmt.Sprintf("route %s: not answering (that node is down or not started yet; the cluster forms once a majority is up)", r), nil
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "INFO ") {
+		return fmt.Sprintf("route %s: answering, but not as a NATS route port (is it another node's cluster_listen?)", r), nil
+	}
+	connect, _ := json.Marshal(map[string]any{"verbose": false, "pedantic": false, "user": routeUser, "pass": secret,
+		"tls_required": false, "name": "frontdesk-check-config", "cluster": ClusterName})
+	if _, err := fmt.Fprintf(c, "CONNECT %s\r\nPING\r\n", connect); err != nil {
+		return fmt.Sprintf("route %s: answering, then closed: %v", r, err), nil
+	}
+	for {
+		line, err := br.ReadString('\n')
+		switch {
+		case err != nil:
+			return fmt.Sprintf("route %s: answering, then closed without a word (%v)", r, err), nil
+		case strings.HasPrefix(line, "PONG"):
+			return fmt.Sprintf("route %s: answering, takes this node's secret", r), nil
+		case strings.Contains(line, "Authorization Violation"):
+			return fmt.Sprintf("route %s: answering, REFUSED this node's secret", r), errRefused
+		case strings.HasPrefix(line, "-ERR"):
+			return fmt.Sprintf("route %s: answering, but said %s", r, strings.TrimSpace(line)), nil
+		}
+	}
 }
 
 // checkShape checks the embedded cluster's shape.

@@ -22,7 +22,7 @@ func TestCheckEmbedded(t *testing.T) {
 	free := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
 	cfg := func(listen, clusterListen string, replicas int, routes ...string) Config {
 		return Config{Node: "n1", Replicas: replicas, Embedded: Embedded{Listen: listen, ClusterListen: clusterListen,
-			Routes: routes, StoreDir: t.TempDir()}}
+			Routes: routes, StoreDir: t.TempDir(), Secret: testSecret}}
 	}
 	bad := []struct {
 		name string
@@ -50,10 +50,45 @@ func TestCheckEmbedded(t *testing.T) {
 	}
 	got := strings.Join(lines, "\n")
 	for _, want := range []string{"one of 3 embedded NATS nodes", free(0) + ": free", free(1) + ": free",
-		"route nats://" + answering + ": answering", "route nats://" + free(2) + ": not answering"} {
+		"route nats://" + answering + ": answering, but not as a NATS route port", "route nats://" + free(2) + ": not answering"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("check said:\n%s\nwant a line with %q", got, want)
 		}
+	}
+}
+
+// Check tries this node's secret on each route that answers: the right
+// one is taken, another is refused (an error that names the key), and a
+// node on its own is told so.
+func TestCheckSecret(t *testing.T) {
+	cfgs := clusterConfigs(t, 3, time.Second)
+	nodes := startNodes(t, cfgs)
+	ports := freePorts(t, 1)
+	cfg := Config{Node: "n4", Replicas: 3, Embedded: Embedded{ClusterListen: fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		StoreDir: t.TempDir(), Secret: testSecret}}
+	for _, c := range cfgs {
+		cfg.Embedded.Routes = append(cfg.Embedded.Routes, "nats://"+c.Embedded.ClusterListen)
+	}
+	routes := nodes[0].srv.NumRoutes()
+	lines, err := Check(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("the right secret: %v\n%s", err, strings.Join(lines, "\n"))
+	}
+	if got := strings.Count(strings.Join(lines, "\n"), "takes this node's secret"); got != 3 {
+		t.Errorf("the right secret: %d routes took it, want 3:\n%s", got, strings.Join(lines, "\n"))
+	}
+	cfg.Embedded.Secret = "not-the-secret-0123456789"
+	lines, err = Check(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "the routes refused this node's secret") || !strings.Contains(err.Error(), "secret_env") {
+		t.Errorf("another secret: got %v\n%s", err, strings.Join(lines, "\n"))
+	}
+	if got := nodes[0].srv.NumRoutes(); got != routes {
+		t.Errorf("after the checks n1 has %d routes, want %d as before", got, routes)
+	}
+	cfg.Embedded.Routes = nil
+	lines, err = Check(context.Background(), cfg)
+	if err != nil || !strings.Contains(strings.Join(lines, "\n"), "is on its own") {
+		t.Errorf("no routes: %q, %v", lines, err)
 	}
 }
 
@@ -82,7 +117,7 @@ func TestCheckURL(t *testing.T) {
 		t.Errorf("a wrong token: got %v", err)
 	}
 	single := startSingle(t)
-	lines, err = Check(context.Background(), Config{Node: "x", URL: single.srv.ClientURL()})
+	lines, err = Check(context.Background(), Config{Node: "x", URL: single.srv.ClientURL(), Token: testSecret})
 	if err != nil || !strings.Contains(strings.Join(lines, "\n"), "a single NATS server") {
 		t.Errorf("single server: %q, %v", lines, err)
 	}

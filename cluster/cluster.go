@@ -12,6 +12,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,7 +106,11 @@ type Config struct {
 
 // Embedded configures the in-process JetStream server.
 type Embedded struct {
-	// Listen is the client address (HOST:PORT); port 0 picks a free one.
+	// Listen is the client address (HOST:PORT) for the nats CLI; port 0
+	// picks a free one. Set, it needs Secret. Empty: this node's own
+	// connection is in-process and nobody else gets in: no client port at
+	// all without Routes, and with Routes a loopback one that takes only
+	// this process (see startEmbedded).
 	Listen string
 	// ClusterListen is the route address the other nodes dial. Used only
 	// when Routes is not empty.
@@ -116,10 +121,11 @@ type Embedded struct {
 	// StoreDir is JetStream's directory. Required (main defaults it to
 	// <data_dir>/nats).
 	StoreDir string
-	// Secret, when set, is required of every route (user "frontdesk") and
-	// every client (as a token) of the embedded server; all nodes share
-	// it. At least 16 characters. Empty: no authentication, which is safe
-	// only while both addresses are loopback or on a private network.
+	// Secret is required of every route (user "frontdesk") and every
+	// client (as a token) of the embedded server; all nodes share it. At
+	// least 16 characters. Required with Routes or Listen; empty is
+	// allowed only for a node on its own with no client port, which
+	// offers no port at all.
 	Secret string
 }
 
@@ -154,6 +160,8 @@ type Node struct {
 	// holderUntil is when the lease of the holder this node last saw
 	// renewing ends, by its clock; Campaign's goroutine only.
 	holderUntil time.Time
+	watch       *natsLog  // the embedded server's logger; nil with URL
+	refusedAt   time.Time // Start: when a route first refused the secret
 
 	mu      sync.Mutex
 	role    Role
@@ -190,6 +198,13 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 		n.Close()
 		return nil, err
 	}
+	if err := n.settle(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if n.watch != nil {
+		n.watch.running()
+	}
 	return n, nil
 }
 
@@ -208,6 +223,14 @@ func (c Config) check() error {
 	}
 	if s := c.Embedded.Secret; s != "" && len(s) < 16 {
 		return fmt.Errorf("cluster: the embedded NATS secret is %d characters; use at least 16", len(s))
+	}
+	if c.URL == "" && c.Embedded.Secret == "" {
+		if len(c.Embedded.Routes) > 0 {
+			return errors.New("cluster: a node with routes needs a secret: set cluster.nats.embedded.secret_env to a variable holding it (the same on every node; make one with: openssl rand -hex 16)")
+		}
+		if c.Embedded.Listen != "" {
+			return fmt.Errorf("cluster: cluster.nats.embedded.listen %s opens a NATS client port, which needs a secret: set cluster.nats.embedded.secret_env (or leave listen empty: the node needs no client port)", c.Embedded.Listen)
+		}
 	}
 	return nil
 }
@@ -234,16 +257,22 @@ func (n *Node) connect(ctx context.Context) error {
 		}
 		return nil
 	}
-	srv, err := startEmbedded(n.cfg)
+	n.watch = newNATSLog(n.log)
+	srv, token, err := startEmbedded(n.cfg, n.watch)
 	if err != nil {
 		return err
 	}
 	n.srv = srv
-	if !srv.ReadyForConnections(time.Until(deadline(ctx))) {
-		return fmt.Errorf("cluster: embedded NATS on %s did not start in time", n.cfg.Embedded.Listen)
+	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		if err := n.startTrouble(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.New("cluster: the embedded NATS server did not start in time")
+		}
 	}
-	if sec := n.cfg.Embedded.Secret; sec != "" {
-		opts = append(opts, nats.Token(sec))
+	if token != "" {
+		opts = append(opts, nats.Token(token))
 	}
 	nc, err := nats.Connect("", append(opts, nats.InProcessServer(srv))...)
 	if err != nil {
@@ -257,34 +286,41 @@ func (n *Node) connect(ctx context.Context) error {
 	return nil
 }
 
-func deadline(ctx context.Context) time.Time {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return time.Now().Add(startTimeout)
-	}
-	return d
-}
-
-// startEmbedded starts the in-process JetStream server.
-func startEmbedded(cfg Config) (*server.Server, error) {
+// startEmbedded starts the in-process JetStream server, logging to w. It
+// returns the token this node's own (in-process) connection presents.
+//
+// No client port takes a connection without a secret. With listen, the
+// port wants Secret as its token (the nats CLI's way in). Without listen
+// and without routes there is no client port at all (DontListen). Without
+// listen but with routes there must be one: nats-server starts routing
+// only once its client listener is up, which DontListen never brings up
+// (2.15: StartRouting waits on clientListenReady). That port is on
+// loopback, on a free port, and wants a random token only this process
+// knows, so nobody else can use it, not even with the secret.
+func startEmbedded(cfg Config, w *natsLog) (*server.Server, string, error) {
 	e := cfg.Embedded
-	host, port, err := splitHostPort(e.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: embedded listen: %w", err)
-	}
 	opts := &server.Options{
 		ServerName: cfg.Node,
-		Host:       host,
-		Port:       port,
 		JetStream:  true,
 		StoreDir:   e.StoreDir,
 		MaxPayload: MaxEventBytes * 2,
 		NoSigs:     true,
 		NoLog:      true,
 	}
-	if e.Secret != "" {
-		opts.Authorization = e.Secret
+	token := ""
+	switch {
+	case e.Listen != "":
+		host, port, err := splitHostPort(e.Listen)
+		if err != nil {
+			return nil, "", fmt.Errorf("cluster: embedded listen: %w", err)
+		}
+		opts.Host, opts.Port, token = host, port, e.Secret
+	case len(e.Routes) > 0:
+		opts.Host, opts.Port, token = "127.0.0.1", server.RANDOM_PORT, rand.Text()+rand.Text()
+	default:
+		opts.DontListen = true
 	}
+	opts.Authorization = token
 	if len(e.Routes) == 0 {
 		// One NATS node: no other copy, so every write is synced as with
 		// session.fsync: always.
@@ -292,7 +328,7 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 	} else {
 		chost, cport, err := splitHostPort(e.ClusterListen)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: embedded cluster_listen: %w", err)
+			return nil, "", fmt.Errorf("cluster: embedded cluster_listen: %w", err)
 		}
 		opts.Cluster = server.ClusterOpts{Name: ClusterName, Host: chost, Port: cport}
 		if e.Secret != "" {
@@ -301,7 +337,7 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		for _, r := range e.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Host == "" {
-				return nil, fmt.Errorf("cluster: route %q is not nats://host:port", r)
+				return nil, "", fmt.Errorf("cluster: route %q is not nats://host:port", r)
 			}
 			if e.Secret != "" {
 				u.User = url.UserPassword(routeUser, e.Secret)
@@ -311,10 +347,11 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: embedded NATS: %w", err)
+		return nil, "", fmt.Errorf("cluster: embedded NATS: %w", err)
 	}
+	srv.SetLogger(w, false, false)
 	go srv.Start()
-	return srv, nil
+	return srv, token, nil
 }
 
 // splitHostPort parses HOST:PORT; port 0 becomes NATS's "pick a free one".
@@ -353,11 +390,14 @@ func (n *Node) bind(ctx context.Context) error {
 	for _, s := range steps {
 		var last error
 		for {
-			actx, cancel := context.WithTimeout(ctx, apiTimeout)
+			actx, cancel := n.attemptCtx(ctx)
 			last = s.fn(actx)
 			cancel()
 			if last == nil {
 				break
+			}
+			if err := n.startTrouble(); err != nil {
+				return err
 			}
 			t := time.NewTimer(250 * time.Millisecond)
 			select {
@@ -438,9 +478,9 @@ func (n *Node) Name() string { return n.cfg.Node }
 func (n *Node) Replicas() int { return n.replicas }
 
 // ClientURL returns the embedded server's client URL, or "" when connected
-// to Config.URL.
+// to Config.URL or when it has no client port (Embedded.Listen empty).
 func (n *Node) ClientURL() string {
-	if n.srv == nil {
+	if n.srv == nil || n.cfg.Embedded.Listen == "" {
 		return ""
 	}
 	return n.srv.ClientURL()

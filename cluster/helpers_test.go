@@ -104,7 +104,7 @@ func startCluster(t testing.TB, size int, ttl time.Duration) []*Node {
 // startSingle starts one embedded NATS node without routes (R1).
 func startSingle(t testing.TB) *Node {
 	t.Helper()
-	return startNodes(t, []Config{{Node: "solo", Embedded: Embedded{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}})[0]
+	return startNodes(t, []Config{{Node: "solo", Embedded: Embedded{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Secret: testSecret}}})[0]
 }
 
 func ev(seq int64, text string) event.Event {

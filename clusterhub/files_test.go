@@ -32,12 +32,13 @@ func twoNodes(t *testing.T) (a, b *Files) {
 	ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	na, err := cluster.Start(ctx, cluster.Config{Node: "a", Embedded: cluster.Embedded{Listen: addr, StoreDir: t.TempDir()}}, nil)
+	const secret = "test-secret-0123456789" // a client port needs one
+	na, err := cluster.Start(ctx, cluster.Config{Node: "a", Embedded: cluster.Embedded{Listen: addr, StoreDir: t.TempDir(), Secret: secret}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(na.Close)
-	nb, err := cluster.Start(ctx, cluster.Config{Node: "b", URL: "nats://" + addr}, nil)
+	nb, err := cluster.Start(ctx, cluster.Config{Node: "b", URL: "nats://" + addr, Token: secret}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

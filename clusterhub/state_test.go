@@ -18,7 +18,7 @@ func TestTakeOverAndFence(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := cluster.Start(ctx, cluster.Config{Node: "solo",
-		Embedded: cluster.Embedded{Listen: "127.0.0.1:0", StoreDir: t.TempDir()}}, nil)
+		Embedded: cluster.Embedded{StoreDir: t.TempDir()}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

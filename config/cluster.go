@@ -47,7 +47,9 @@ type ClusterNATS struct {
 
 // ClusterEmbedded configures the embedded JetStream server.
 type ClusterEmbedded struct {
-	// Listen is its client address. Default 127.0.0.1:4222.
+	// Listen is its client address, for the nats CLI; it needs SecretEnv.
+	// Empty (default): no client port anyone can use (the node's own
+	// connection is in-process; see cluster.Embedded.Listen).
 	Listen string `yaml:"listen"`
 	// ClusterListen is the address the other nodes' routes dial. Default
 	// 127.0.0.1:6222 (set a private address for several machines).
@@ -59,14 +61,15 @@ type ClusterEmbedded struct {
 	StoreDir string `yaml:"store_dir"`
 	// SecretEnv names the environment variable holding the secret every
 	// node's routes and clients must present (the same on all nodes, at
-	// least 16 characters). Empty (default): none, which is allowed only
-	// while listen and cluster_listen are loopback addresses.
+	// least 16 characters). Required with routes or listen. Empty
+	// (default): none, allowed only for a node on its own (no routes) with
+	// no client port (no listen), which opens no NATS port.
 	SecretEnv string `yaml:"secret_env"`
 }
 
 func clusterDefaults() Cluster {
 	return Cluster{Replicas: 3, LeaseTTLMS: 1500, NATS: ClusterNATS{Embedded: ClusterEmbedded{
-		Listen: "127.0.0.1:4222", ClusterListen: "127.0.0.1:6222", Routes: []string{}}}}
+		ClusterListen: "127.0.0.1:6222", Routes: []string{}}}}
 }
 
 // Enabled reports whether this node runs in cluster mode.
@@ -106,14 +109,17 @@ func (c *Config) validateCluster(bad badFunc) {
 			bad("cluster.nats.embedded.routes", "must be empty when cluster.nats.url is set (an existing cluster is used, no embedded server runs)")
 		}
 	}
-	hostPort(bad, "cluster.nats.embedded.listen", n.Embedded.Listen)
+	if n.Embedded.Listen != "" {
+		hostPort(bad, "cluster.nats.embedded.listen", n.Embedded.Listen)
+	}
 	hostPort(bad, "cluster.nats.embedded.cluster_listen", n.Embedded.ClusterListen)
 	if k.Node != "" && n.URL == "" && n.Embedded.SecretEnv == "" {
-		for _, a := range []struct{ key, addr string }{
-			{"listen", n.Embedded.Listen}, {"cluster_listen", n.Embedded.ClusterListen}} {
-			if host, _, err := net.SplitHostPort(a.addr); err == nil && !loopbackHost(host) {
-				bad("cluster.nats.embedded."+a.key, "%q is not a loopback address, so cluster.nats.embedded.secret_env must name a secret (the same on every node; make one with: openssl rand -hex 16)", a.addr)
-			}
+		// No unauthenticated NATS port, loopback or not: on a shared host
+		// any local process could otherwise read and write the log.
+		if len(n.Embedded.Routes) > 0 {
+			bad("cluster.nats.embedded.secret_env", "is empty but routes are set: a cluster's routes need a secret, the same on every node (make one with: openssl rand -hex 16, put it in a variable, and name the variable here)")
+		} else if n.Embedded.Listen != "" {
+			bad("cluster.nats.embedded.secret_env", "is empty but listen %q opens a NATS client port, which needs a secret (or leave listen empty: the node needs no client port)", n.Embedded.Listen)
 		}
 	}
 	for i, r := range n.Embedded.Routes {

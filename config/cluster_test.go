@@ -12,7 +12,7 @@ func TestClusterDefaults(t *testing.T) {
 		t.Error("cluster mode is on by default")
 	}
 	k := c.Cluster
-	if k.Replicas != 3 || k.LeaseTTLMS != 1500 || k.NATS.Embedded.Listen != "127.0.0.1:4222" ||
+	if k.Replicas != 3 || k.LeaseTTLMS != 1500 || k.NATS.Embedded.Listen != "" ||
 		k.NATS.Embedded.ClusterListen != "127.0.0.1:6222" || len(k.NATS.Embedded.Routes) != 0 {
 		t.Errorf("defaults: got %+v", k)
 	}
@@ -30,9 +30,11 @@ func TestClusterDecodeAndValidate(t *testing.T) {
 	}{
 		{"three nodes", "cluster:\n  node: a-1\n  nats:\n    embedded:\n      secret_env: FD_NATS_SECRET\n      cluster_listen: 10.0.0.1:6222\n      routes: [nats://10.0.0.2:6222, nats://10.0.0.3:6222]\n", nil},
 		{"existing cluster", "cluster:\n  node: a\n  nats:\n    url: nats://a:4222,tls://b:4222\n    token_env: NATS_TOKEN\n", nil},
-		{"open routes", "cluster:\n  node: a\n  nats:\n    embedded:\n      cluster_listen: 10.0.0.1:6222\n", []string{"cluster.nats.embedded.cluster_listen", "secret_env"}},
-		{"open routes, cluster off", "cluster:\n  nats:\n    embedded:\n      cluster_listen: 10.0.0.1:6222\n", nil},
-		{"open client port", "cluster:\n  node: a\n  nats:\n    embedded:\n      listen: 0.0.0.0:4222\n", []string{"cluster.nats.embedded.listen", "secret_env"}},
+		{"one node, no port, no secret", "cluster:\n  node: a\n", nil},
+		{"routes without a secret", "cluster:\n  node: a\n  nats:\n    embedded:\n      routes: [nats://127.0.0.1:6223]\n", []string{"cluster.nats.embedded.secret_env", "routes are set"}},
+		{"routes without a secret, cluster off", "cluster:\n  nats:\n    embedded:\n      routes: [nats://10.0.0.2:6222]\n", nil},
+		{"loopback client port without a secret", "cluster:\n  node: a\n  nats:\n    embedded:\n      listen: 127.0.0.1:4222\n", []string{"cluster.nats.embedded.secret_env", "client port"}},
+		{"client port with a secret", "cluster:\n  node: a\n  nats:\n    embedded:\n      listen: 127.0.0.1:4222\n      secret_env: S\n", nil},
 		{"bad node", "cluster:\n  node: \"a b\"\n", []string{"cluster.node", "letters"}},
 		{"dotted node", "cluster:\n  node: a.b\n", []string{"cluster.node"}},
 		{"replicas", "cluster:\n  replicas: 7\n", []string{"cluster.replicas", "1 to 5"}},
