@@ -33,7 +33,8 @@ type testCluster struct {
 // clusterProc is one node: its config and, while it runs, its process.
 type clusterProc struct {
 	name, dir, cfg string
-	p              *proc // nil while down
+	addr           string // its HTTP address (-addr): 127.0.0.1:0, or fixed with a public URL
+	p              *proc  // nil while down
 }
 
 // freePorts finds n free loopback ports (closed again: a node binds them).
@@ -59,8 +60,20 @@ func freePorts(t testing.TB, n int) []int {
 // and starts them together: each waits for the others before it listens.
 func newTestCluster(t testing.TB, extra string) *testCluster {
 	t.Helper()
+	return startTestCluster(t, extra, false)
+}
+
+// newPublicCluster is newTestCluster with each node's HTTP port fixed and
+// named in its cluster.public_url (http://127.0.0.1:PORT).
+func newPublicCluster(t testing.TB, extra string) *testCluster {
+	t.Helper()
+	return startTestCluster(t, extra, true)
+}
+
+func startTestCluster(t testing.TB, extra string, public bool) *testCluster {
+	t.Helper()
 	root := t.TempDir()
-	ports := freePorts(t, 6)
+	ports := freePorts(t, 9)
 	c := &testCluster{t: t}
 	for i := range 3 {
 		var routes []string
@@ -69,7 +82,12 @@ func newTestCluster(t testing.TB, extra string) *testCluster {
 				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3+j]))
 			}
 		}
-		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1))}
+		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1)), addr: "127.0.0.1:0"}
+		publicURL := ""
+		if public {
+			n.addr = fmt.Sprintf("127.0.0.1:%d", ports[6+i])
+			publicURL = fmt.Sprintf("  public_url: \"http://%s\"\n", n.addr)
+		}
 		n.cfg = filepath.Join(root, n.name+".yaml")
 		agent := "agent: {demo: {delay_ms: 2}}\n"
 		if strings.Contains(extra, "agent:") {
@@ -79,19 +97,19 @@ func newTestCluster(t testing.TB, extra string) *testCluster {
 %smcp: {serve: true, serve_send: true}
 cluster:
   node: %s
-  nats:
+%s  nats:
     embedded:
       listen: "127.0.0.1:%d"
       cluster_listen: "127.0.0.1:%d"
       routes: [%s]
-%s`, n.dir, agent, n.name, ports[i], ports[3+i], strings.Join(routes, ", "), extra)
+%s`, n.dir, agent, n.name, publicURL, ports[i], ports[3+i], strings.Join(routes, ", "), extra)
 		if err := os.WriteFile(n.cfg, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
-		n.p = spawn(t, root, nil, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+		n.p = spawn(t, root, nil, nil, "-config", n.cfg, "-addr", n.addr)
 	}
 	for _, n := range c.nodes {
 		n.p.await(t, 60*time.Second)
@@ -103,7 +121,7 @@ cluster:
 func (c *testCluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	n.p = spawn(c.t, filepath.Dir(n.dir), nil, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+	n.p = spawn(c.t, filepath.Dir(n.dir), nil, nil, "-config", n.cfg, "-addr", n.addr)
 	n.p.await(c.t, 60*time.Second)
 }
 
@@ -126,7 +144,10 @@ type clusterSession struct {
 	Session     string `json:"session_id"`
 	Cluster     *struct {
 		Node, Leader, Role string
-		Nodes              []string
+		Nodes              []struct {
+			Name, URL string
+			Alive     bool
+		}
 	} `json:"cluster"`
 }
 

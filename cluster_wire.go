@@ -126,7 +126,14 @@ func clusterStatusFunc(a *app, n *cluster.Node) func() web.ClusterStatus {
 	if n == nil {
 		return nil
 	}
-	return func() web.ClusterStatus { return web.ClusterStatus(a.runner.State()) }
+	return func() web.ClusterStatus {
+		st := a.runner.State()
+		nodes := make([]web.ClusterNode, len(st.Nodes))
+		for i, m := range st.Nodes {
+			nodes[i] = web.ClusterNode(m)
+		}
+		return web.ClusterStatus{Node: st.Node, Leader: st.Leader, Role: st.Role, Nodes: nodes}
+	}
 }
 
 // leadTasks are the holder's doors besides the hub, started when this
@@ -187,6 +194,7 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 		},
 		TailEvents: cfg.Session.BufferEvents,
 		Indexed:    st.search.Notify,
+		PublicURL:  cfg.Cluster.PublicURL,
 		Copied:     prefetch(st),
 		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
 		Metrics:    a.clusterMetrics,
