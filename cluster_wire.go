@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
@@ -133,6 +134,18 @@ func clusterStatusFunc(a *app, n *cluster.Node) func() web.ClusterStatus {
 			nodes[i] = web.ClusterNode(m)
 		}
 		return web.ClusterStatus{Node: st.Node, Leader: st.Leader, Role: st.Role, Nodes: nodes}
+	}
+}
+
+// consoleCluster is what /status in the console shows of the cluster; nil
+// on a single node.
+func consoleCluster(a *app, n *cluster.Node) func() console.ClusterView {
+	if n == nil {
+		return nil
+	}
+	return func() console.ClusterView {
+		st := a.runner.State()
+		return console.ClusterView{Node: st.Node, Holder: st.Leader, Role: st.Role}
 	}
 }
 
