@@ -26,6 +26,7 @@ import (
 // node on loopback, as in README's "Run on several machines".
 type testCluster struct {
 	t       testing.TB
+	token   string     // sent with session's requests when the nodes need one
 	nodesMu sync.Mutex // guards nodes[i].p for tests that kill while others send
 	nodes   []*clusterProc
 }
@@ -154,7 +155,14 @@ type clusterSession struct {
 func (c *testCluster) session(i int) (clusterSession, error) {
 	var s clusterSession
 	cl := http.Client{Timeout: 2 * time.Second}
-	resp, err := cl.Get(c.nodes[i].p.url + "/api/session")
+	req, err := http.NewRequest("GET", c.nodes[i].p.url+"/api/session", nil)
+	if err != nil {
+		return s, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return s, err
 	}
@@ -302,7 +310,15 @@ func (c *testCluster) postInputTimeout(url, content, id string, wait time.Durati
 	}
 	body, _ := json.Marshal(map[string]string{"content": content, "client_msg_id": id})
 	cl := http.Client{Timeout: wait}
-	resp, err := cl.Post(url, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
