@@ -89,62 +89,8 @@ func TestClusterPageMovesToLiveNode(t *testing.T) {
 	c.token = token
 	h := c.holder()
 	f := (h + 1) % 3 // the tab's node: a follower, so that the holder runs on
-	browser := pageBrowser(t)
-	tab, cancel := chromedp.NewContext(browser)
-	defer cancel()
-	if err := chromedp.Do(tab); err != nil { // opens the tab; a first call with a timeout would close it at the timeout
-		t.Fatal(err)
-	}
-	// Every note the composer shows, on every page the tab loads: the
-	// "moved here" note may be replaced soon by "waiting for the desk".
-	if err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.notes = []; new MutationObserver(() => {
-			const n = document.getElementById('composer-note');
-			if (n && n.textContent && notes[notes.length - 1] !== n.textContent) notes.push(n.textContent);
-		}).observe(document, {childList: true, subtree: true, characterData: true});`})
-		return err
-	})); err != nil {
-		t.Fatal(err)
-	}
-	run := func(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(tab, d)
-		defer cancel()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			state, _ := chromedp.Run(tab, chromedp.Evaluate[string](`JSON.stringify({href: location.href, conn: document.querySelector('#conn-text').textContent,
-				note: document.querySelector('#composer-note').textContent, log: document.querySelector('#log').innerText.slice(-600),
-				pending: document.querySelector('#pending').innerText})`))
-			t.Fatalf("%s: %v\npage: %s", what, err, state)
-		}
-	}
-	// wait evaluates cond until it is true; an evaluation cut by the page
-	// navigating away (the move) is tried again.
-	eval := func(expr string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(tab, 5*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("eval %s: %v", expr, err)
-		}
-		return v
-	}
-	wait := func(what, cond string, d time.Duration) {
-		t.Helper()
-		deadline := time.Now().Add(d)
-		for {
-			ctx, cancel := context.WithTimeout(tab, 2*time.Second)
-			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
-			cancel()
-			if err == nil && ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				run(what+" (timed out; last error "+fmt.Sprint(err)+")", time.Second, chromedp.Poll[chromedp.Void]("false", chromedp.WithPollingTimeout(time.Millisecond)))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	tab := openPageTab(t)
+	run, eval, wait := tab.run, tab.eval, tab.wait
 	from := c.nodes[f]
 	// The token as the page keeps it once entered: in localStorage of this
 	// node's origin only (set from /healthz, where no page script runs).
@@ -185,7 +131,7 @@ func TestClusterPageMovesToLiveNode(t *testing.T) {
 		Stored string `json:"stored"`
 		Auth   bool   `json:"auth"`
 	}
-	where, err := chromedp.Run(tab, chromedp.Evaluate[page](`({href: location.href, stored: localStorage.getItem('frontdesk.token'), auth: !document.querySelector('#auth').hidden})`))
+	where, err := chromedp.Run(tab.ctx, chromedp.Evaluate[page](`({href: location.href, stored: localStorage.getItem('frontdesk.token'), auth: !document.querySelector('#auth').hidden})`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,16 +150,23 @@ func TestClusterPageMovesToLiveNode(t *testing.T) {
 	if to < 0 || to == f {
 		t.Fatalf("the tab is at %s, want a live node's public URL", where.Href)
 	}
-	// The page showed one echo and one reply; the log holds one input
-	// (the reply's turn_end is written after the echo: wait for it).
-	users, ends := 0, 0
+	if users, ends := inputRan(t, c.nodes[to].dir, "are you still there"); users != 1 || ends != 1 {
+		t.Errorf("%s's chat log holds the message %d times and %d turn ends for it, want once and one", c.nodes[to].name, users, ends)
+	}
+}
+
+// inputRan counts the user events with content in the chat log under dir
+// and the turn ends of the last one's turn, waiting up to 10 s for that
+// turn end (it is written after the echo).
+func inputRan(t *testing.T, dir, content string) (users, ends int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for ends == 0 && time.Now().Before(deadline) {
 		users, ends = 0, 0
 		turn := ""
-		for _, e := range readChatLog(t, c.nodes[to].dir) {
+		for _, e := range readChatLog(t, dir) {
 			switch {
-			case e.Type == event.User && strings.Contains(string(e.Data), "are you still there"):
+			case e.Type == event.User && strings.Contains(string(e.Data), content):
 				users++
 				turn = e.Turn
 			case e.Type == event.TurnEnd && e.Turn == turn:
@@ -222,8 +175,77 @@ func TestClusterPageMovesToLiveNode(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if users != 1 || ends != 1 {
-		t.Errorf("%s's chat log holds the message %d times and %d turn ends, want once and one", c.nodes[to].name, users, ends)
+	return users, ends
+}
+
+// pageTab is one Chromium tab that follows the page across navigations
+// (a move loads another node's page).
+type pageTab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// openPageTab opens a tab that records in window.notes every note the
+// composer shows, on every page it loads: the "moved here" note may soon
+// be replaced by "waiting for the desk".
+func openPageTab(t *testing.T) *pageTab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(pageBrowser(t))
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil { // opens the tab; a first call with a timeout would close it at the timeout
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.notes = []; new MutationObserver(() => {
+			const n = document.getElementById('composer-note');
+			if (n && n.textContent && notes[notes.length - 1] !== n.textContent) notes.push(n.textContent);
+		}).observe(document, {childList: true, subtree: true, characterData: true});`})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	return &pageTab{t: t, ctx: ctx}
+}
+
+func (p *pageTab) run(what string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, d)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		state, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`JSON.stringify({href: location.href, conn: document.querySelector('#conn-text').textContent,
+			note: document.querySelector('#composer-note').textContent, log: document.querySelector('#log').innerText.slice(-600),
+			pending: document.querySelector('#pending').innerText})`))
+		p.t.Fatalf("%s: %v\npage: %s", what, err, state)
+	}
+}
+
+func (p *pageTab) eval(expr string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		p.t.Fatalf("eval %s: %v", expr, err)
+	}
+	return v
+}
+
+// wait evaluates cond until it is true; an evaluation cut by the page
+// navigating away (the move) is tried again.
+func (p *pageTab) wait(what, cond string, d time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.run(what+" (timed out; last error "+fmt.Sprint(err)+")", time.Second, chromedp.Poll[chromedp.Void]("false", chromedp.WithPollingTimeout(time.Millisecond)))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -98,9 +98,8 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	var repl *task
 	if withConsole {
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
-			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
-				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI,
-				Cluster: consoleCluster(a, node)})
+			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs, Cluster: consoleCluster(a, node),
+				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI})
 		})
 	}
 	if node == nil {
