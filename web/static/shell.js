@@ -58,9 +58,11 @@ function armRetry() {
 }
 
 // The page learns the cluster behind its node from /api/session: once a
-// connection is live, then every 2 s while the node is a cluster node
+// connection is live, then every 5 s while the node is a cluster node
 // (none of this on a single node), and at once after a refusal that says
-// no node runs the assistant.
+// no node runs the assistant. Not faster: every tab asks, and each answer
+// is a command to the session's one goroutine.
+const DESK_EVERY_MS = 5000;
 let deskTimer = null;
 function lookAtDesk() {
   clearTimeout(deskTimer);
@@ -68,8 +70,8 @@ function lookAtDesk() {
   if (state.phase !== 'live') return;
   apiGet('/api/session', {}).then((b) => {
     dispatch({ type: 'cluster', cluster: b.cluster });
-    if (b.cluster && state.phase === 'live') deskTimer = setTimeout(lookAtDesk, 2000);
-  }, () => { if (state.phase === 'live') deskTimer = setTimeout(lookAtDesk, 2000); });
+    if (b.cluster && state.phase === 'live') deskTimer = setTimeout(lookAtDesk, DESK_EVERY_MS);
+  }, () => { if (state.phase === 'live') deskTimer = setTimeout(lookAtDesk, DESK_EVERY_MS); });
 }
 
 // moveIfDue moves a tab whose node has been unreachable long enough to a
@@ -203,6 +205,7 @@ function connect() {
     dispatch({ type: 'frame', frame: f, now: Date.now() });
     if (f && f.type === 'synced') lookAtDesk();
     else if (f && f.type === 'error' && f.data && Desk.WAIT_CODES.has(f.data.code)) lookAtDesk();
+    else if (f && f.type === 'user' && Desk.noDesk(state.desk.cluster)) lookAtDesk(); // an input ran: a node holds the lease again
   };
   ws.onclose = (e) => {
     if (net.ws !== ws) return;
