@@ -26,6 +26,7 @@ import (
 // node on loopback, as in README's "Run on several machines".
 type testCluster struct {
 	t       testing.TB
+	token   string     // sent with session's requests when the nodes need one
 	nodesMu sync.Mutex // guards nodes[i].p for tests that kill while others send
 	nodes   []*clusterProc
 }
@@ -34,6 +35,7 @@ type testCluster struct {
 type clusterProc struct {
 	name, dir, cfg string
 	clusterAddr    string // its cluster_listen, which the others' routes dial
+	addr           string // its HTTP address (-addr): 127.0.0.1:0, or fixed with a public URL
 	p              *proc  // nil while down
 }
 
@@ -74,8 +76,20 @@ func testNATSConfig(clusterPort int, routes []string) string {
 // and starts them together: each waits for the others before it listens.
 func newTestCluster(t testing.TB, extra string) *testCluster {
 	t.Helper()
+	return startTestCluster(t, extra, false)
+}
+
+// newPublicCluster is newTestCluster with each node's HTTP port fixed and
+// named in its cluster.public_url (http://127.0.0.1:PORT).
+func newPublicCluster(t testing.TB, extra string) *testCluster {
+	t.Helper()
+	return startTestCluster(t, extra, true)
+}
+
+func startTestCluster(t testing.TB, extra string, public bool) *testCluster {
+	t.Helper()
 	root := t.TempDir()
-	ports := freePorts(t, 3)
+	ports := freePorts(t, 6) // cluster_listen, then HTTP when public
 	c := &testCluster{t: t}
 	for i := range 3 {
 		var routes []string
@@ -85,7 +99,12 @@ func newTestCluster(t testing.TB, extra string) *testCluster {
 			}
 		}
 		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1)),
-			clusterAddr: fmt.Sprintf("127.0.0.1:%d", ports[i])}
+			clusterAddr: fmt.Sprintf("127.0.0.1:%d", ports[i]), addr: "127.0.0.1:0"}
+		publicURL := ""
+		if public {
+			n.addr = fmt.Sprintf("127.0.0.1:%d", ports[3+i])
+			publicURL = fmt.Sprintf("  public_url: \"http://%s\"\n", n.addr)
+		}
 		n.cfg = filepath.Join(root, n.name+".yaml")
 		agent := "agent: {demo: {delay_ms: 2}}\n"
 		if strings.Contains(extra, "agent:") {
@@ -95,16 +114,16 @@ func newTestCluster(t testing.TB, extra string) *testCluster {
 %smcp: {serve: true, serve_send: true}
 cluster:
   node: %s
-  nats:
+%s  nats:
     embedded:
-%s%s`, n.dir, agent, n.name, testNATSConfig(ports[i], routes), extra)
+%s%s`, n.dir, agent, n.name, publicURL, testNATSConfig(ports[i], routes), extra)
 		if err := os.WriteFile(n.cfg, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
-		n.p = spawn(t, root, testNATSEnv, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+		n.p = spawn(t, root, testNATSEnv, nil, "-config", n.cfg, "-addr", n.addr)
 	}
 	for _, n := range c.nodes {
 		n.p.await(t, 60*time.Second)
@@ -116,7 +135,7 @@ cluster:
 func (c *testCluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	n.p = spawn(c.t, filepath.Dir(n.dir), testNATSEnv, nil, "-config", n.cfg, "-addr", "127.0.0.1:0")
+	n.p = spawn(c.t, filepath.Dir(n.dir), testNATSEnv, nil, "-config", n.cfg, "-addr", n.addr)
 	n.p.await(c.t, 60*time.Second)
 }
 
@@ -139,14 +158,24 @@ type clusterSession struct {
 	Session     string `json:"session_id"`
 	Cluster     *struct {
 		Node, Leader, Role string
-		Nodes              []string
+		Nodes              []struct {
+			Name, URL string
+			Alive     bool
+		}
 	} `json:"cluster"`
 }
 
 func (c *testCluster) session(i int) (clusterSession, error) {
 	var s clusterSession
 	cl := http.Client{Timeout: 2 * time.Second}
-	resp, err := cl.Get(c.nodes[i].p.url + "/api/session")
+	req, err := http.NewRequest("GET", c.nodes[i].p.url+"/api/session", nil)
+	if err != nil {
+		return s, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return s, err
 	}
@@ -294,7 +323,15 @@ func (c *testCluster) postInputTimeout(url, content, id string, wait time.Durati
 	}
 	body, _ := json.Marshal(map[string]string{"content": content, "client_msg_id": id})
 	cl := http.Client{Timeout: wait}
-	resp, err := cl.Post(url, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
@@ -138,7 +139,26 @@ func clusterStatusFunc(a *app, n *cluster.Node) func() web.ClusterStatus {
 	if n == nil {
 		return nil
 	}
-	return func() web.ClusterStatus { return web.ClusterStatus(a.runner.State()) }
+	return func() web.ClusterStatus {
+		st := a.runner.State()
+		nodes := make([]web.ClusterNode, len(st.Nodes))
+		for i, m := range st.Nodes {
+			nodes[i] = web.ClusterNode(m)
+		}
+		return web.ClusterStatus{Node: st.Node, Leader: st.Leader, Role: st.Role, Nodes: nodes}
+	}
+}
+
+// consoleCluster is what /status in the console shows of the cluster; nil
+// on a single node.
+func consoleCluster(a *app, n *cluster.Node) func() console.ClusterView {
+	if n == nil {
+		return nil
+	}
+	return func() console.ClusterView {
+		st := a.runner.State()
+		return console.ClusterView{Node: st.Node, Holder: st.Leader, Role: st.Role}
+	}
 }
 
 // leadTasks are the holder's doors besides the hub, started when this
@@ -199,6 +219,7 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 		},
 		TailEvents: cfg.Session.BufferEvents,
 		Indexed:    st.search.Notify,
+		PublicURL:  cfg.Cluster.PublicURL,
 		Copied:     prefetch(st),
 		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
 		Metrics:    a.clusterMetrics,

@@ -97,7 +97,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	var repl *task
 	if withConsole {
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
-			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs,
+			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs, Cluster: consoleCluster(a, node),
 				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI})
 		})
 	}

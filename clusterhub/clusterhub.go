@@ -123,16 +123,19 @@ type Options struct {
 	Metrics *Metrics
 	// Lead runs the holder's work besides the hub (the email poller, the
 	// scheduler's firing) from the moment this node leads until ctx ends.
-	Lead   func(ctx context.Context)
-	Logger *slog.Logger
+	Lead func(ctx context.Context)
+	// PublicURL is this node's cluster.public_url ("" unknown), announced
+	// to the others for State's Nodes.
+	PublicURL string
+	Logger    *slog.Logger
 }
 
 // State is this node's view of the cluster, for /api/session.
 type State struct {
-	Node   string   `json:"node"`
-	Leader string   `json:"leader"`
-	Role   string   `json:"role"`
-	Nodes  []string `json:"nodes"`
+	Node   string           `json:"node"`
+	Leader string           `json:"leader"`
+	Role   string           `json:"role"`
+	Nodes  []cluster.Member `json:"nodes"`
 }
 
 // Runner runs a hub on a cluster node.
@@ -144,7 +147,8 @@ type Runner struct {
 	holder string
 	// roles carries role changes (the latest wins) and fenced appends
 	// (as a Follower) to Run.
-	roles chan cluster.Role
+	roles  chan cluster.Role
+	roster *cluster.Roster
 }
 
 // New makes a Runner; Run starts it.
@@ -155,7 +159,7 @@ func New(o Options) *Runner {
 	if o.TailEvents <= 0 {
 		o.TailEvents = 5000
 	}
-	r := &Runner{o: o, roles: make(chan cluster.Role, 1)}
+	r := &Runner{o: o, roles: make(chan cluster.Role, 1), roster: cluster.NewRoster(o.Node, o.PublicURL)}
 	r.copied.Store(o.After)
 	return r
 }
@@ -170,7 +174,7 @@ func (r *Runner) State() State {
 	if role == cluster.Leader && !r.o.Hub.Leading() {
 		role = cluster.Electing
 	}
-	return State{Node: r.o.Node.Name(), Leader: r.holder, Role: role.String(), Nodes: r.o.Node.Nodes()}
+	return State{Node: r.o.Node.Name(), Leader: r.holder, Role: role.String(), Nodes: r.roster.Members()}
 }
 
 // holding reports whether this node holds the lease (whether or not its
@@ -213,8 +217,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	copyErr := make(chan error, 1)
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); copyErr <- r.copyLog(ctx) }()
+	go func() {
+		defer wg.Done()
+		if err := r.roster.Run(ctx); err != nil {
+			r.o.Logger.Warn("cluster: announce this node", "err", err)
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		r.o.Node.Campaign(ctx, r.changed)

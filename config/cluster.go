@@ -25,6 +25,13 @@ type Cluster struct {
 	// milliseconds (300 to 60000); it is renewed every third of it. Default
 	// 1500: a dead holder is replaced within about 1.5 s.
 	LeaseTTLMS int `yaml:"lease_ttl_ms"`
+	// PublicURL is the address people open this node's web page at
+	// (http://host:port or https://host, no query or fragment). The other
+	// nodes learn it and list it in /api/session's cluster.nodes, and a
+	// page opened here moves to a live node's URL when this one stops
+	// answering. Empty (default): unknown, and the page stays put (a
+	// reverse proxy in front of the nodes does the moving then).
+	PublicURL string `yaml:"public_url"`
 	// NATS says where JetStream runs.
 	NATS ClusterNATS `yaml:"nats"`
 }
@@ -97,6 +104,11 @@ func (c *Config) validateCluster(bad badFunc) {
 	if k.LeaseTTLMS < 300 || k.LeaseTTLMS > 60000 {
 		bad("cluster.lease_ttl_ms", "%d: use 300 to 60000 milliseconds (default 1500)", k.LeaseTTLMS)
 	}
+	if k.PublicURL != "" {
+		if msg := publicURLProblem(k.PublicURL); msg != "" {
+			bad("cluster.public_url", "%q %s", k.PublicURL, msg)
+		}
+	}
 	n := k.NATS
 	if n.URL != "" {
 		for i, u := range strings.Split(n.URL, ",") {
@@ -128,6 +140,23 @@ func (c *Config) validateCluster(bad badFunc) {
 			bad("cluster.nats.embedded.routes["+strconv.Itoa(i)+"]", "%q is not nats://host:port (another node's cluster_listen)", r)
 		}
 	}
+}
+
+// publicURLProblem says what is wrong with a public URL ("" if nothing):
+// a browser is sent there, so only an absolute http(s) address will do.
+func publicURLProblem(u string) string {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil || !p.IsAbs() || p.Host == "":
+		return "is not an absolute URL (for example http://10.0.0.2:8080 or https://b.example.com)"
+	case p.Scheme != "http" && p.Scheme != "https":
+		return "must start with http:// or https:// (where a browser opens this node's page)"
+	case p.User != nil:
+		return "must not carry a user name or password"
+	case p.RawQuery != "" || p.Fragment != "" || strings.HasSuffix(u, "#") || strings.HasSuffix(u, "?"):
+		return "must not have a query or a fragment (the page adds its own)"
+	}
+	return ""
 }
 
 func hostPort(bad badFunc, key, addr string) {

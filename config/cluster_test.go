@@ -43,6 +43,13 @@ func TestClusterDecodeAndValidate(t *testing.T) {
 		{"url and routes", "cluster:\n  nats:\n    url: nats://x:4222\n    embedded:\n      routes: [nats://y:6222]\n", []string{"cluster.nats.embedded.routes", "must be empty"}},
 		{"route", "cluster:\n  nats:\n    embedded:\n      routes: [10.0.0.2:6222]\n", []string{"cluster.nats.embedded.routes[0]"}},
 		{"listen", "cluster:\n  nats:\n    embedded:\n      listen: nohost\n", []string{"cluster.nats.embedded.listen"}},
+		{"public url", "cluster:\n  node: a\n  public_url: https://a.example.com/desk/\n", nil},
+		{"public url, port", "cluster:\n  node: a\n  public_url: http://127.0.0.1:8081\n", nil},
+		{"public url, no scheme", "cluster:\n  public_url: a.example.com:8080\n", []string{"cluster.public_url", "http://"}},
+		{"public url, relative", "cluster:\n  public_url: /desk\n", []string{"cluster.public_url", "absolute"}},
+		{"public url, ftp", "cluster:\n  public_url: ftp://a.example.com\n", []string{"cluster.public_url", "http://"}},
+		{"public url, fragment", "cluster:\n  public_url: http://a:8080/#x\n", []string{"cluster.public_url", "fragment"}},
+		{"public url, password", "cluster:\n  public_url: http://u:p@a:8080\n", []string{"cluster.public_url", "password"}},
 		{"unknown key", "cluster:\n  nats:\n    embeded: {}\n", []string{"line 3", `"cluster.nats.embeded"`, "embedded"}},
 	}
 	for _, tt := range tests {

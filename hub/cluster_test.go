@@ -78,7 +78,7 @@ type memCluster struct {
 	leader  *SessionManager
 	nodes   []*SessionManager
 	changed chan struct{} // closed and replaced by setLeader
-	hang    atomic.Bool       // the holder takes requests and never answers (it died with them)
+	hang    atomic.Bool   // the holder takes requests and never answers (it died with them)
 }
 
 // setLeader makes l the holder (nil: none) and tells the nodes.

@@ -23,6 +23,12 @@ func TestUIMarkdownRenderer(t *testing.T) { runNodeTest(t, "uitest/markdown.test
 // unloaded ranges, the archive window, reset dividers, search, highlighting.
 func TestUIHistoryCore(t *testing.T) { runNodeTest(t, "uitest/history.test.mjs") }
 
+// TestUIDeskCore runs the desk's node tests (web/uitest/desk.test.mjs): an
+// input refused with no_leader/no_answer sent again by itself with its
+// client_msg_id, bounded; the header while no node runs the assistant;
+// where a tab whose node died moves, and what it takes along.
+func TestUIDeskCore(t *testing.T) { runNodeTest(t, "uitest/desk.test.mjs") }
+
 func runNodeTest(t *testing.T, file string) {
 	t.Helper()
 	node, err := exec.LookPath("node")

@@ -44,10 +44,18 @@ var _ Session = (*hub.SessionManager)(nil)
 // ("" while none is known), its role (leader, follower, electing) and the
 // nodes it knows.
 type ClusterStatus struct {
-	Node   string   `json:"node"`
-	Leader string   `json:"leader"`
-	Role   string   `json:"role"`
-	Nodes  []string `json:"nodes"`
+	Node   string        `json:"node"`
+	Leader string        `json:"leader"`
+	Role   string        `json:"role"`
+	Nodes  []ClusterNode `json:"nodes"`
+}
+
+// ClusterNode is one node of the cluster: its name, its public URL (""
+// when unknown) and whether it is up now.
+type ClusterNode struct {
+	Name  string `json:"name"`
+	URL   string `json:"url"`
+	Alive bool   `json:"alive"`
 }
 
 // Options configures the server.

@@ -61,6 +61,17 @@ type Options struct {
 	Stop func()
 	// Schedules, if set, serves /schedules.
 	Schedules Schedules
+	// Cluster, if set (a node of a cluster), tells /status this node's
+	// name, the lease holder and this node's role. Called on the REPL's
+	// goroutine.
+	Cluster func() ClusterView
+}
+
+// ClusterView is a cluster node's view for /status: its name, the lease
+// holder (the node that runs the assistant; "" while none is known) and
+// its role (leader, follower, electing).
+type ClusterView struct {
+	Node, Holder, Role string
 }
 
 // IsTerminal reports whether r is a terminal (an *os.File on a tty).
@@ -125,7 +136,7 @@ const closedNote = "console closed; the server keeps running (stop it with Ctrl-
 // The server goes on either way; Run returns nil unless the REPL could
 // not start.
 func Run(ctx context.Context, s Session, o Options) error {
-	r := &repl{s: s, stop: o.Stop, sched: o.Schedules}
+	r := &repl{s: s, stop: o.Stop, sched: o.Schedules, cluster: o.Cluster}
 	scr := &screen{w: o.Stdout}
 	cfg := &readline.Config{
 		Prompt:          o.style(bold, "you› "),
@@ -174,7 +185,7 @@ func Run(ctx context.Context, s Session, o Options) error {
 		defer close(printerDone)
 		p.follow(ctx, s, sub)
 	}()
-	defer func() { cancel(); <-printerDone }()
+	defer func() { cancel(); r.resends.Wait(); <-printerDone }()
 
 	for {
 		line, err := rl.ReadLine()
@@ -210,6 +221,11 @@ type repl struct {
 	stopping atomic.Bool
 	// sched serves /schedules; nil: not available.
 	sched Schedules
+	// cluster is Options.Cluster.
+	cluster func() ClusterView
+	// resends are the inputs refused for want of a desk that are sent
+	// again by themselves (resend); Run waits for them as it ends.
+	resends sync.WaitGroup
 }
 
 func (r *repl) interrupt(ctx context.Context) {
@@ -280,7 +296,22 @@ func (r *repl) status(ctx context.Context) {
 	if info.Busy {
 		state = "working on " + info.Turn
 	}
-	r.p.say(fmt.Sprintf("session %s · generation %d · %s · last seq %d · %s", info.SessionID, info.Generation, state, info.LastSeq, clientCount(info.Subscribers)))
+	line := fmt.Sprintf("session %s · generation %d · %s · last seq %d · %s", info.SessionID, info.Generation, state, info.LastSeq, clientCount(info.Subscribers))
+	if r.cluster != nil {
+		line += " · " + clusterLine(r.cluster())
+	}
+	r.p.say(line)
+}
+
+// clusterLine names this node and the holder for /status.
+func clusterLine(c ClusterView) string {
+	switch {
+	case c.Holder == "" || c.Role == "electing":
+		return "node " + c.Node + " · no node runs the assistant right now (waiting for the desk)"
+	case c.Holder == c.Node:
+		return "node " + c.Node + " (the holder: it runs the assistant)"
+	}
+	return "node " + c.Node + " · holder " + c.Holder
 }
 
 // history prints /history [n]: the last n events.
@@ -337,11 +368,62 @@ func (r *repl) search(ctx context.Context, arg string) {
 
 func (r *repl) send(ctx context.Context, content string) {
 	r.id++
-	res, err := r.s.Submit(ctx, hub.Input{
+	in := hub.Input{
 		Channel:     event.ChannelConsole,
 		Content:     content,
 		ClientMsgID: fmt.Sprintf("console-%d-%d", time.Now().UnixNano(), r.id),
-	})
+	}
+	res, err := r.s.Submit(ctx, in)
+	if deskRefused(err) {
+		r.p.say(r.p.o.style(dim, "waiting for the desk: no node runs the assistant right now; your message is sent again by itself (for up to a minute)"))
+		r.resends.Add(1)
+		go func() {
+			defer r.resends.Done()
+			r.resend(ctx, in)
+		}()
+		return
+	}
+	r.answered(res, err)
+}
+
+// resendFor bounds how long a refused input is sent again.
+const resendFor = time.Minute
+
+// deskRefused: no node ran the input (no_leader) or whether one did is
+// unknown (no_answer); either way it is safe to send it again with the
+// same client_msg_id, which never runs twice.
+func deskRefused(err error) bool {
+	return errors.Is(err, hub.ErrNoLeader) || errors.Is(err, hub.ErrNoAnswer)
+}
+
+// resend sends in again after 1 s, doubling to 5 s, while it is refused
+// for want of a desk, for up to resendFor; it runs on a goroutine of its
+// own (the prompt stays free) and ends with ctx. The echo shows through
+// the stream as for any input.
+func (r *repl) resend(ctx context.Context, in hub.Input) {
+	giveUp := time.Now().Add(resendFor)
+	for try := 0; ; try++ {
+		t := time.NewTimer(min(5*time.Second, time.Second<<try))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		res, err := r.s.Submit(ctx, in)
+		if deskRefused(err) && time.Now().Before(giveUp) {
+			continue
+		}
+		if ctx.Err() == nil {
+			r.answered(res, err)
+		}
+		return
+	}
+}
+
+// answered prints what the terminal needs to know of a submitted input's
+// answer: a refusal, busy, queued (the echo itself comes in the stream).
+func (r *repl) answered(res hub.Result, err error) {
 	switch {
 	case err != nil:
 		r.p.say("not sent: " + errText(err))

@@ -7,6 +7,7 @@
 //   history.js      scroll-back, archive, jumps, search state (pure)
 //   attachments.js  the composer's tray of files, limits (pure)
 //   core.js         the state and the reducer (pure; node tests import it)
+//   desk.js         the cluster behind the node: the desk's state, retries, moves (pure)
 //   shell.js        WebSocket, token, HTTP requests, dispatch()
 //   uploads.js      file uploads (XMLHttpRequest, progress), file URLs
 //   dom.js          elements, h(), time formatting
@@ -21,7 +22,7 @@
 // Every piece of server or user text goes through textContent, never innerHTML.
 
 import * as Core from './core.js';
-import { state, net, hooks, dispatch, connect, retryNow, setToken, DEFAULT_MAX_FRAME_BYTES } from './shell.js';
+import { state, net, hooks, dispatch, connect, retryNow, setToken, arrived, DEFAULT_MAX_FRAME_BYTES } from './shell.js';
 import { el } from './dom.js';
 import { scheduleRender, render, updateTitle, showNote, nothingToSend } from './view.js';
 import { openSearch, closeSearch } from './search-view.js';
@@ -173,6 +174,7 @@ document.addEventListener('keydown', (e) => {
 setInterval(() => { if (state.phase !== 'live') scheduleRender(); }, 1000);
 
 autosize();
+arrived(); // a tab that moved here from a node that stopped answering
 render();
 connect();
 el.input.focus();

@@ -14,6 +14,7 @@ import { initialTray, limitsFrom, trayState, takeTray, reduceAttachments, cleanA
   from './attachments.js';
 import { reduceHistory, learnDensity, shown, pageWindow, olderState, itemForSeq, findMatches, highlight, marked,
   markedTerms, withDays } from './history.js';
+import { WAIT_CODES, RETRY_FOR_MS, initialDesk, retryDelay, clusterFrom } from './desk.js';
 
 // Stand-in for "a turn is running but its user event was not replayed to us"
 // (connected.busy=true after a gapless replay that started later).
@@ -39,7 +40,8 @@ function initialState() {
     cancelRequested: false,
     resetRequested: false,
     busyPolicy: '',      // reject | queue | interrupt: connected.busy_policy, or learned from a queued busy reply
-    pending: [],         // {id, content, state: waiting|held|sent|queued|failed, note, sends, rev}
+    pending: [],         // {id, content, state: waiting|held|sent|queued|retrying|failed, note, sends, rev}
+                         // retrying: refused with no_leader/no_answer, sent again by itself at retryAt (desk.js)
     ownIds: new Set(),   // client_msg_ids this tab sent: their echo is "you" (items.js mine)
     tray: initialTray(), // files for the next message (attachments.js)
     replay: null,        // {info: connected data, events: []} between connected and synced
@@ -50,6 +52,7 @@ function initialState() {
     announce: [],        // texts for the screen-reader live region (drained by the view)
     schedulesRev: 0,     // bumped by each schedules_changed frame (schedules.js reloads on it)
     memoryRev: 0,        // bumped by each memory_changed event (memory.js reloads on it)
+    desk: initialDesk(), // the cluster behind the page, from /api/session (desk.js)
 
     // History (scroll-back, search, jump). The live view above is a "view":
     // items + byKey + firstSeq + older. It holds every persisted event with
@@ -168,7 +171,11 @@ function applyEvent(s, ev, live) {
   // A user echo acknowledges our pending message even when it is a duplicate
   // we already rendered: the server re-sends the original echo when we
   // re-send a client_msg_id it has accepted.
-  if (ev.type === 'user' && d.client_msg_id) removePending(s, d.client_msg_id);
+  if (ev.type === 'user' && d.client_msg_id) {
+    removePending(s, d.client_msg_id);
+    // Answered: the note that said we wait for the desk goes with the last such input.
+    if (s.note && s.note.kind === 'wait' && !s.pending.some((p) => p.state === 'retrying')) setNote(s, '', '');
+  }
 
   if (typeof ev.seq === 'number') {
     if (ev.seq <= s.lastSeq) return; // already rendered
@@ -311,16 +318,43 @@ function onBusy(s, d) {
   setNote(s, 'busy', text);
 }
 
-function onError(s, d) {
+function onError(s, d, now) {
   if (s.lastFrameKind === 'command') s.resetRequested = false;
   const text = String(d.message || d.code || 'error');
   const p = (d.client_msg_id && s.pending.find((x) => x.id === d.client_msg_id)) ||
     (!d.client_msg_id && s.lastFrameKind === 'message' ? oldestInFlight(s) : null);
+  if (p && WAIT_CODES.has(d.code) && waitForDesk(s, p, now)) return;
   if (p) { p.state = 'failed'; p.note = text; p.rev++; }
   setNote(s, 'error', text);
 }
 
-function onFrame(s, f) {
+// waitForDesk handles an input refused because no node runs the assistant
+// now (or its outcome is unknown): it is sent again by itself, with the
+// same client_msg_id, until RETRY_FOR_MS after the first refusal; false
+// once that is over (it fails as any refusal).
+function waitForDesk(s, p, now) {
+  if (p.refusedAt === undefined) { p.refusedAt = now; p.tries = 0; }
+  if (now - p.refusedAt >= RETRY_FOR_MS) return false;
+  p.state = 'retrying';
+  p.retryAt = now + retryDelay(p.tries++);
+  p.sends = 0; // it reached the server: not a dropped connection
+  p.note = 'No node runs the assistant right now; sending it again by itself.';
+  p.rev++;
+  if (!s.note || s.note.kind !== 'wait') setNote(s, 'wait', 'Waiting for the desk: no node runs the assistant right now. Your message is sent again by itself.');
+  return true;
+}
+
+// retryDue sends again the refused inputs whose time has come (at once if
+// live; else they wait for the connection like any other).
+function retryDue(s, now) {
+  for (const p of s.pending) {
+    if (p.state !== 'retrying' || p.retryAt > now) continue;
+    if (s.phase === 'live') sendPending(s, p);
+    else { p.state = 'waiting'; p.rev++; }
+  }
+}
+
+function onFrame(s, f, now) {
   if (!f || typeof f !== 'object' || typeof f.type !== 'string') return;
   switch (f.type) {
     case 'connected':
@@ -334,7 +368,7 @@ function onFrame(s, f) {
       onBusy(s, f.data || {});
       return;
     case 'error':
-      onError(s, f.data || {});
+      onError(s, f.data || {}, now);
       return;
     case 'schedules_changed': // no seq, not history: the Scheduled panel looks again
       s.schedulesRev++;
@@ -363,8 +397,23 @@ function reduce(s, a) {
       s.resetRequested = false;
       for (const p of s.pending) if (p.state === 'sent' || p.state === 'held') { p.state = 'waiting'; p.rev++; }
       break;
-    case 'frame':
-      onFrame(s, a.frame);
+    case 'frame':           // {frame, now}: now (ms) times a refused input's next send
+      onFrame(s, a.frame, a.now || 0);
+      break;
+    case 'retry-due':       // {now}: the shell's timer for the earliest retryAt
+      retryDue(s, a.now);
+      break;
+    case 'cluster':         // {cluster}: /api/session's cluster block (undefined on a single node)
+      s.desk.cluster = clusterFrom(a.cluster);
+      break;
+    case 'adopt':           // {pending: [{id, content, attachments}], from}: what a tab brought when it moved here
+      if (a.from) setNote(s, 'info', 'Node ' + a.from + ' stopped answering: this tab moved here.');
+      for (const q of a.pending || []) {
+        if (s.pending.some((p) => p.id === q.id)) continue;
+        s.pending.push({ id: q.id, content: q.content, attachments: q.attachments || [], state: 'waiting', note: '', sends: 0, rev: 1 });
+        s.ownIds.add(q.id);
+      }
+      if (s.phase === 'live') flushPending(s, isBusy(s));
       break;
     case 'submit': {        // {id, content}: the composer's text and the tray's files
       if (!trayState(s.tray).ready) break; // the composer says why

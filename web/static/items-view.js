@@ -240,6 +240,7 @@ const PENDING_LABEL = {
   held: 'waiting for the assistant to finish…',
   sent: 'sending…',
   queued: 'queued',
+  retrying: 'waiting for the desk…',
   failed: 'not sent',
 };
 const pendingView = {

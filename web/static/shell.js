@@ -5,6 +5,7 @@
 // every change, to render) and hooks.askToken (to show the token form).
 
 import * as Core from './core.js';
+import * as Desk from './desk.js';
 
 const TOKEN_KEY = 'frontdesk.token';
 // Client-side guard for server.max_message_bytes: the server announces its
@@ -39,7 +40,59 @@ function dispatch(action) {
   Core.reduce(state, action);
   drainOutbox();
   drainRequests();
+  armRetry();
   changed();
+}
+
+// ── the desk: inputs refused with no_leader/no_answer go again by themselves ──
+let retryTimer = null;
+let retryTimerAt = 0;
+function armRetry() {
+  const due = state.pending.filter((p) => p.state === 'retrying').map((p) => p.retryAt);
+  if (!due.length) { clearTimeout(retryTimer); retryTimer = null; return; }
+  const at = Math.min(...due);
+  if (retryTimer !== null && retryTimerAt === at) return;
+  clearTimeout(retryTimer);
+  retryTimerAt = at;
+  retryTimer = setTimeout(() => { retryTimer = null; dispatch({ type: 'retry-due', now: Date.now() }); }, Math.max(0, at - Date.now()));
+}
+
+// The page learns the cluster behind its node from /api/session: once a
+// connection is live, then every 5 s while the node is a cluster node
+// (none of this on a single node), and at once after a refusal that says
+// no node runs the assistant. Not faster: every tab asks, and each answer
+// is a command to the session's one goroutine.
+const DESK_EVERY_MS = 5000;
+let deskTimer = null;
+function lookAtDesk() {
+  clearTimeout(deskTimer);
+  deskTimer = null;
+  if (state.phase !== 'live') return;
+  apiGet('/api/session', {}).then((b) => {
+    dispatch({ type: 'cluster', cluster: b.cluster });
+    if (b.cluster && state.phase === 'live') deskTimer = setTimeout(lookAtDesk, DESK_EVERY_MS);
+  }, () => { if (state.phase === 'live') deskTimer = setTimeout(lookAtDesk, DESK_EVERY_MS); });
+}
+
+// moveIfDue moves a tab whose node has been unreachable long enough to a
+// live node's public URL (desk.js moveTarget says which; '' stays), taking
+// the token and the unanswered inputs along in the fragment.
+function moveIfDue() {
+  if (!net.everConnected || !Desk.moveDue(Date.now() - net.lostAt, net.serverRestarting)) return;
+  const c = state.desk.cluster;
+  const target = Desk.moveTarget(c, location.origin);
+  if (!target) return;
+  location.assign(Desk.moveURL(target, { token: getToken(), from: c.node, pending: state.pending }));
+}
+
+// arrived takes what a tab that moved here brought (Desk.moveURL), once,
+// and removes it from the address bar and the history.
+function arrived() {
+  const m = Desk.readMove(location.hash);
+  if (!m) return;
+  history.replaceState(null, '', location.pathname + location.search);
+  if (m.token) setToken(m.token);
+  dispatch({ type: 'adopt', pending: m.pending, from: m.from });
 }
 
 // ── history over HTTP: the core asks (state.requests), we fetch and report back ──
@@ -149,7 +202,10 @@ function connect() {
       net.tokenRejected = false;
       net.everConnected = true;
     }
-    dispatch({ type: 'frame', frame: f });
+    dispatch({ type: 'frame', frame: f, now: Date.now() });
+    if (f && f.type === 'synced') lookAtDesk();
+    else if (f && f.type === 'error' && f.data && Desk.WAIT_CODES.has(f.data.code)) lookAtDesk();
+    else if (f && f.type === 'user' && Desk.noDesk(state.desk.cluster)) lookAtDesk(); // an input ran: a node holds the lease again
   };
   ws.onclose = (e) => {
     if (net.ws !== ws) return;
@@ -209,7 +265,7 @@ function scheduleRetry(delay) {
     net.attempts++;
   }
   net.retryAt = Date.now() + delay;
-  net.retryTimer = setTimeout(connect, delay);
+  net.retryTimer = setTimeout(() => { moveIfDue(); connect(); }, delay);
   changed();
 }
 
@@ -251,4 +307,4 @@ function lookAgain(revOf, look, more) {
 }
 
 export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, apiCall, askForToken,
-  lookAgain, DEFAULT_MAX_FRAME_BYTES };
+  lookAgain, arrived, DEFAULT_MAX_FRAME_BYTES };

@@ -6,6 +6,7 @@
 // coalesced to one per animation frame by scheduleRender().
 
 import * as Core from './core.js';
+import * as Desk from './desk.js';
 import { state, net, dispatch } from './shell.js';
 import { el, dayKey, dayKeyOf, clip } from './dom.js';
 import { views, pendingView, reconcile, keyOfNode, itemCache, pendingCache } from './items-view.js';
@@ -68,7 +69,7 @@ if ('ResizeObserver' in window) {
 }
 
 function connectionView() {
-  if (state.phase === 'live') return ['connected', 'connected'];
+  if (state.phase === 'live') return Desk.header(state);
   if (net.authNeeded) return ['offline', 'offline: access token needed'];
   if (!navigator.onLine) return ['offline', 'offline: no network'];
   if (state.phase !== 'down') return ['reconnecting', net.everConnected ? 'reconnecting…' : 'connecting…'];
@@ -293,12 +294,15 @@ if ('IntersectionObserver' in window) {
   nearOlder = nearNewer = true; // the geometry check in autoLoad decides
 }
 
+// showNote shows a note by the composer for 8 s; a 'wait' note (the page
+// waits for the desk) stays until the input is answered, which clears it
+// (an empty text hides the note).
 function showNote(kind, text) {
+  clearTimeout(noteTimer);
   el.note.textContent = text;
   el.note.dataset.kind = kind;
-  el.note.hidden = false;
-  clearTimeout(noteTimer);
-  noteTimer = setTimeout(() => { el.note.hidden = true; }, 8000);
+  el.note.hidden = !text;
+  if (text && kind !== 'wait') noteTimer = setTimeout(() => { el.note.hidden = true; }, 8000);
 }
 el.main.addEventListener('scroll', () => {
   if (sizeChanged()) { // a resize's reflow, not the reader
