@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -156,13 +157,11 @@ func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if h.o.Cluster != nil {
-		// A node that knows no lease holder takes no input (no_leader):
-		// not healthy. A follower is: it forwards to the holder.
 		c := h.o.Cluster()
 		body["role"] = c.Role
-		if c.Leader == "" && status == "ok" {
+		if why := c.cannotRun(); why != "" && status == "ok" {
 			status, code = "no_leader", http.StatusServiceUnavailable
-			reasons = append(reasons, "cluster: no node holds the lease (an election is under way, or too few nodes are up)")
+			reasons = append(reasons, "cluster: "+why)
 		}
 	}
 	if h.o.Warnings != nil {
@@ -204,4 +203,28 @@ func storageReason(code, msg string) string {
 
 func notFound(w http.ResponseWriter, r *http.Request) error {
 	return httpjson.Errorf(http.StatusNotFound, "not_found", "no such API endpoint: "+r.Method+" "+r.URL.Path)
+}
+
+// cannotRun says why an input sent to this node cannot be run now, "" when
+// it can: this node runs the session, or it follows a holder that is a
+// live node of the cluster. A holder's name that is no node, or a node
+// that stopped answering, runs nothing, whatever the lease says.
+func (c ClusterStatus) cannotRun() string {
+	switch {
+	case c.Role == "leader":
+		return ""
+	case c.Leader == "":
+		return "no node holds the lease (an election is under way, or too few nodes are up)"
+	case c.Leader == c.Node:
+		return "this node holds the lease and is taking over"
+	}
+	for _, n := range c.Nodes {
+		if n.Name == c.Leader {
+			if !n.Alive {
+				return fmt.Sprintf("the lease holder %s is not answering", c.Leader)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("the lease is held by %q, which is not a node of this cluster", c.Leader)
 }
