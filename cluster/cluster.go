@@ -64,6 +64,9 @@ const (
 
 // Errors callers branch on.
 var (
+	// ErrNotLeased: this node does not hold the lease by its own clock
+	// (Node.Leased); nothing was written.
+	ErrNotLeased = errors.New("cluster: this node's lease has run out")
 	// ErrFenced: an append was refused because the stream's last sequence
 	// is not the one the caller expected — another node appended first
 	// (this one lost the lease, or never held it). Nothing was written.
@@ -163,11 +166,12 @@ type Node struct {
 	watch       *natsLog  // the embedded server's logger; nil with URL
 	refusedAt   time.Time // Start: when a route first refused the secret
 
-	mu      sync.Mutex
-	role    Role
-	holder  string
-	nodes   []string
-	changed chan struct{} // closed and replaced at each role change
+	mu       sync.Mutex
+	leasedAt time.Time // when the last successful write of our lease was sent
+	role     Role
+	holder   string
+	nodes    []string
+	changed  chan struct{} // closed and replaced at each role change
 
 	closeOnce sync.Once
 }

@@ -97,9 +97,11 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 	ctx, cancel := context.WithTimeout(ctx, every)
 	defer cancel()
 	me := []byte(n.cfg.Node)
+	sent := time.Now() // the lease runs at least until sent + LeaseTTL
 	if rev != 0 {
 		r, err := n.kv.Update(ctx, LeaseKey, me, rev)
 		if err == nil {
+			n.renewed(sent)
 			return r, every
 		}
 		n.log.Warn("cluster: lease renewal failed", "err", err)
@@ -122,6 +124,7 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 			n.set(Electing, "", fn)
 			return 0, minLook
 		}
+		n.renewed(sent)
 		n.set(Leader, n.cfg.Node, fn)
 		return r, every
 	case err != nil:
@@ -134,6 +137,7 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 			n.set(Electing, "", fn)
 			return 0, every
 		}
+		n.renewed(sent)
 		n.set(Leader, n.cfg.Node, fn)
 		return r, every
 	case time.Since(e.Created()) > 2*n.cfg.LeaseTTL:
@@ -149,6 +153,33 @@ func (n *Node) leaseTick(ctx context.Context, rev uint64, every time.Duration, f
 		next := time.Until(e.Created().Add(n.cfg.LeaseTTL)) + minLook
 		return 0, min(max(next, minLook), every)
 	}
+}
+
+// renewed records that this node's lease was written by a request sent at
+// sent: the bucket expires it no sooner than LeaseTTL after that.
+func (n *Node) renewed(sent time.Time) {
+	n.mu.Lock()
+	n.leasedAt = sent
+	n.mu.Unlock()
+}
+
+// leaseMargin is how much of the lease's time this node does not count
+// on, for the request that wrote it and the servers' clocks.
+func (n *Node) leaseMargin() time.Duration { return n.cfg.LeaseTTL / 5 }
+
+// Leased reports whether this node holds the lease by its own clock now:
+// its last successful write of the lease was sent less than LeaseTTL (less
+// a margin) ago, so no other node can have taken it yet. The holder checks
+// it before each append: a process paused past its lease (SIGSTOP, a
+// stalled VM) learns it on waking, by the monotonic clock, before it
+// writes — before its first look at the lease and before the new holder's
+// fence is in the log. It cannot cover a pause between this check and the
+// publish itself (microseconds); the new holder's fence covers what comes
+// after that.
+func (n *Node) Leased() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.role == Leader && !n.leasedAt.IsZero() && time.Since(n.leasedAt) < n.cfg.LeaseTTL-n.leaseMargin()
 }
 
 // minLook is the shortest wait between two looks at the lease.

@@ -197,3 +197,37 @@ func TestLeaseFailover(t *testing.T) {
 		t.Errorf("the dead holder still names itself holder: %q", h)
 	}
 }
+
+// Leased is true for the holder while its last renewal is recent, false
+// for the followers, and false for a holder whose renewals stopped longer
+// ago than the lease (a paused process, by its monotonic clock) — even
+// while its role still says Leader.
+func TestLeasedByTheHoldersOwnClock(t *testing.T) {
+	nodes := startCluster(t, 3, 600*time.Millisecond)
+	campaign(t, nodes)
+	h := agreed(t, nodes, 20*time.Second)
+	waitFor(t, 5*time.Second, "the holder to say it is leased", h.Leased)
+	for _, n := range nodes {
+		if n != h && n.Leased() {
+			t.Fatalf("follower %s says it holds the lease", n.Name())
+		}
+	}
+	// As after a pause: the last renewal was sent a lease time ago. (A
+	// renewal landing between the two steps sets it anew: try again.)
+	for try := 0; ; try++ {
+		old := time.Now().Add(-h.cfg.LeaseTTL)
+		h.mu.Lock()
+		h.leasedAt = old
+		h.mu.Unlock()
+		leased := h.Leased()
+		h.mu.Lock()
+		renewed := !h.leasedAt.Equal(old)
+		h.mu.Unlock()
+		if !leased {
+			return
+		}
+		if !renewed || try == 20 {
+			t.Fatal("a holder whose last renewal is a lease time old says it is leased")
+		}
+	}
+}

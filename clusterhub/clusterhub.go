@@ -48,6 +48,12 @@ type Log struct {
 func (l Log) Append(e event.Event) error {
 	ctx, cancel := context.WithTimeout(context.Background(), appendWait)
 	defer cancel()
+	if !l.Node.Leased() {
+		// Paused past its lease, or its renewal failed: another node may
+		// hold it now. Nothing is written; the node reads the log again.
+		l.fenced()
+		return fmt.Errorf("%w: append seq %d: %w", hub.ErrNoLeader, e.Seq, cluster.ErrNotLeased)
+	}
 	start := time.Now()
 	err := l.Node.Append(ctx, e)
 	switch {
@@ -403,6 +409,9 @@ func (r *Runner) fence(ctx context.Context, last int64) (event.Event, error) {
 	e := event.New(event.Notice, "", time.Now(), event.TextData{
 		Text: fmt.Sprintf("Node %s runs the assistant now.", r.o.Node.Name())})
 	e.Seq = last + 1
+	if !r.o.Node.Leased() {
+		return e, fmt.Errorf("fence the log: %w", cluster.ErrNotLeased)
+	}
 	if err := r.o.Node.Append(ctx, e); err != nil {
 		return e, fmt.Errorf("fence the log as the new lease holder: %w", err)
 	}
