@@ -328,6 +328,7 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		ApprovalTimeout:     time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
 		Attachments:         st.files,
 		MaxAttachments:      cfg.Attachments.MaxPerMessage,
+		MaxMessageBytes:     cfg.Server.MaxMessageBytes,
 		Cluster:             link,
 	}, lg, ag)
 }

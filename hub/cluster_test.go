@@ -111,10 +111,17 @@ func (n memNode) PublishLive(b []byte) {
 // startNode starts a cluster node's hub on the stream, following it.
 func startNode(t *testing.T, s *memStream, c *memCluster, g *testagent.Gate) (*testHub, *deadLog) {
 	t.Helper()
+	return joinNode(t, s, c, Config{DataDir: t.TempDir(), BusyPolicy: PolicyReject}, g)
+}
+
+// joinNode starts a cluster node's hub made with cfg (its Cluster set
+// here) on the stream, following it.
+func joinNode(t *testing.T, s *memStream, c *memCluster, cfg Config, g *testagent.Gate) (*testHub, *deadLog) {
+	t.Helper()
 	var h *testHub
 	lg := &deadLog{memStream: s}
-	node := memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
-	h = startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: node, BusyPolicy: PolicyReject}, g, lg)
+	cfg.Cluster = memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
+	h = startHubWithLog(t, cfg, g, lg)
 	c.mu.Lock()
 	c.nodes = append(c.nodes, h.SessionManager)
 	c.mu.Unlock()

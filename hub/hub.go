@@ -147,6 +147,11 @@ type Config struct {
 	// MaxAttachments caps the attachments of one input. Default
 	// DefaultMaxAttachments (10).
 	MaxAttachments int
+	// MaxMessageBytes caps an input's text (content and from, in bytes)
+	// from every door but email, whose door caps whole mails
+	// (channels.email.max_bytes): server.max_message_bytes, which the
+	// HTTP and WebSocket doors also apply to what they read. 0: no cap.
+	MaxMessageBytes int64
 
 	// Cluster, if set, makes this one node of several (cluster.go): the
 	// hub follows the log until Lead. Nil: a single node, as always.
@@ -458,9 +463,18 @@ func (m *SessionManager) Run(ctx context.Context) error {
 func (m *SessionManager) handle(ctx context.Context, c any) {
 	switch c := c.(type) {
 	case submitCmd:
+		if m.following() {
+			// Sent while this node led; it has stopped since: nothing was done.
+			c.reply <- submitReply{err: ErrNoLeader}
+			return
+		}
 		res, err := m.submit(ctx, c.in)
 		c.reply <- submitReply{res, err}
 	case resetCmd:
+		if m.following() {
+			c.reply <- resetReply{err: ErrNoLeader}
+			return
+		}
 		d, err := m.reset(ctx, c.reason)
 		c.reply <- resetReply{d, err}
 	case storageCmd:
