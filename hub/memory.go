@@ -430,6 +430,9 @@ func (m *SessionManager) serveMemory(ctx context.Context, req []byte) (memory.It
 	if w.Op != memSave && w.Op != memEdit && w.Op != memForget {
 		return memory.Item{}, fmt.Errorf("unknown memory operation %d", w.Op)
 	}
+	if m.cfg.Items == nil {
+		return memory.Item{}, ErrNoMemory
+	}
 	if err := forwardedBy(w.By); err != nil {
 		return memory.Item{}, err
 	}
