@@ -86,7 +86,7 @@ func raw(t *testing.T, ctx context.Context, n *cluster.Node, subject string, req
 		t.Fatalf("request %s: %v", subject, err)
 	}
 	var w struct {
-		Err *struct{ Kind, Code string }
+		Err         *struct{ Kind, Code string }
 		Code, Error string
 	}
 	if err := json.Unmarshal(resp, &w); err != nil {
