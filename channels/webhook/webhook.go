@@ -84,6 +84,19 @@ func (h *Handler) take() (bool, time.Duration) {
 	return h.limit.Take(h.opts.Now())
 }
 
+// giveBack returns the token of a request the session refused because no
+// node could take it (no_leader) or did not answer (no_answer): the client
+// is told to retry in a second, and a client polling through a failover
+// must find the desk, not 429, once a new holder is ready.
+func (h *Handler) giveBack(err error) {
+	if !errors.Is(err, hub.ErrNoLeader) && !errors.Is(err, hub.ErrNoAnswer) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.limit.Give()
+}
+
 type request struct {
 	Content     string `json:"content"`
 	Channel     string `json:"channel"`
@@ -183,6 +196,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := h.s.Submit(r.Context(), in)
 	if err != nil {
+		h.giveBack(err)
 		return httpjson.FromSession(err)
 	}
 	if res.Outcome == hub.Rejected {
