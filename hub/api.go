@@ -117,9 +117,18 @@ func (m *SessionManager) Info(ctx context.Context) (Info, error) {
 // (0: none); the snapshot holds the replay. The caller must Close the
 // subscription when done.
 func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscription, Snapshot, error) {
-	reply := make(chan subscribeReply, 1)
-	r, err := call(ctx, m, subscribeCmd{since: since, reply: reply}, reply)
-	return r.sub, r.snap, err
+	c := subscribeCmd{since: since, logLast: -1}
+	for {
+		c.reply = make(chan subscribeReply, 1)
+		r, err := call(ctx, m, c, c.reply)
+		if err != nil || !r.ask {
+			return r.sub, r.snap, err
+		}
+		// A follower behind since: is the client ahead of this node, or
+		// beyond the log? The log's leader knows; asked here, off the
+		// hub's goroutine, and only then.
+		c.asked, c.logLast = true, m.logLast(ctx)
+	}
 }
 
 // Reset runs the reset sequence now (reason ResetManual or ResetIdle) and

@@ -32,6 +32,27 @@ type Cluster interface {
 	// PublishLive shares a frame that is not in the log (status, delta)
 	// with every node. It must not block.
 	PublishLive(frame []byte)
+	// LastSeq returns the log's last seq, as its leader knows it: a
+	// follower asks when a client says it has seen more than this node
+	// has. Called off the hub's goroutine.
+	LastSeq(ctx context.Context) (int64, error)
+}
+
+// logLastWait bounds a follower's question for the log's last seq; no
+// answer in time: unknown (-1).
+const logLastWait = 2 * time.Second
+
+// logLast asks the log's last seq for Subscribe; -1 when it cannot be
+// known now.
+func (m *SessionManager) logLast(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, logLastWait)
+	defer cancel()
+	last, err := m.cfg.Cluster.LastSeq(ctx)
+	if err != nil {
+		m.cfg.Logger.Debug("cluster: could not ask the log's last seq for a client ahead of this node", "err", err)
+		return -1
+	}
+	return last
 }
 
 // ErrNoLeader refuses a change while no node holds the session's lease
@@ -87,9 +108,20 @@ const parkWait = 3 * time.Second
 // behind parks a subscription whose since is ahead of this follower: it
 // comes from a node further on, and replaying from here would show it
 // events again or skip some. It is answered once this node has caught up
-// (unpark), or after parkWait with what is here.
+// (unpark), or after parkWait with what is here. A since beyond the log
+// itself (c.logLast, which the caller is first told to ask) is no client
+// from further on: it is answered at once, as on a single node or the
+// holder — the whole buffer, not gapless. Only when the log's last seq
+// cannot be known is such a client parked as one from further on.
 func (m *SessionManager) behind(c subscribeCmd) bool {
 	if m.leading.Load() || c.since <= m.seq {
+		return false
+	}
+	if !c.asked {
+		c.reply <- subscribeReply{ask: true}
+		return true
+	}
+	if c.logLast >= 0 && c.since > c.logLast {
 		return false
 	}
 	if len(m.parked) == 0 {
@@ -121,7 +153,7 @@ func (m *SessionManager) unpark(all bool) {
 			snap.Connected.LastSeq, snap.Synced = c.since, event.SyncedData{LastSeq: c.since, Gapless: true}
 			snap.Replay = nil
 		}
-		c.reply <- subscribeReply{sub, snap}
+		c.reply <- subscribeReply{sub: sub, snap: snap}
 	}
 	clear(m.parked[len(keep):])
 	m.parked = keep

@@ -94,6 +94,10 @@ func (n memNode) Forward(ctx context.Context, op string, req []byte) ([]byte, er
 	return l.Serve(ctx, op, req)
 }
 
+func (n memNode) LastSeq(context.Context) (int64, error) {
+	return int64(len(n.log.all())), nil
+}
+
 func (n memNode) PublishLive(b []byte) {
 	if n.log.dead.Load() {
 		return
@@ -318,7 +322,7 @@ func TestHolderThatLosesTheLeaseFollows(t *testing.T) {
 // waits until this node has caught up, then gets a gapless replay: no
 // event twice, none skipped.
 func TestClientAheadOfTheFollowerWaitsForIt(t *testing.T) {
-	s := newMemStream()
+	s := logOf(t, 5) // the log has 5 events; this node has been handed 3
 	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
 	for i := 1; i <= 3; i++ {
 		if err := b.Ingest(ctxT(t), noticeAt(int64(i))); err != nil {
@@ -363,6 +367,18 @@ func TestClientAheadOfTheFollowerWaitsForIt(t *testing.T) {
 	}
 }
 
+// logOf is a stream holding n notices (seq 1 to n), which the tests hand
+// their follower (Ingest) one by one.
+func logOf(t *testing.T, n int64) *memStream {
+	s := newMemStream()
+	for i := int64(1); i <= n; i++ {
+		if err := s.Append(noticeAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 func noticeAt(seq int64) event.Event {
 	e := event.New(event.Notice, "", time.Now(), event.TextData{Text: "n"})
 	e.Seq = seq
@@ -372,7 +388,7 @@ func noticeAt(seq int64) event.Event {
 // A client further ahead than this node catches up within parkWait gets
 // a gapless answer at its own seq, and then only the events after it.
 func TestClientFarAheadGetsOnlyWhatIsNew(t *testing.T) {
-	s := newMemStream()
+	s := logOf(t, 7)
 	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
 	for i := int64(1); i <= 3; i++ {
 		if err := b.Ingest(ctxT(t), noticeAt(i)); err != nil {
@@ -394,5 +410,29 @@ func TestClientFarAheadGetsOnlyWhatIsNew(t *testing.T) {
 	}
 	if e := next(t, sub); e.Seq != 7 {
 		t.Fatalf("first event after since=6: seq %d", e.Seq)
+	}
+}
+
+// A since beyond the log itself is no client from further on: a follower
+// answers it at once as a single node does — the whole buffer, not
+// gapless — instead of parking it and then calling it gapless.
+func TestSinceBeyondTheLogIsNotGapless(t *testing.T) {
+	s := logOf(t, 3)
+	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
+	for i := int64(1); i <= 3; i++ {
+		if err := b.Ingest(ctxT(t), noticeAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), parkWait/2)
+	defer cancel()
+	sub, snap, err := b.Subscribe(ctx, 999999)
+	if err != nil {
+		t.Fatalf("since=999999 on a follower: %v (parked?)", err)
+	}
+	defer sub.Close()
+	if snap.Synced.Gapless || snap.Synced.LastSeq != 3 || seqsOf(snap.Replay) != "[notice:1 notice:2 notice:3]" {
+		t.Fatalf("since=999999: synced %+v, replay %s; want the buffer (seqs 1-3), last_seq 3, not gapless",
+			snap.Synced, seqsOf(snap.Replay))
 	}
 }

@@ -400,10 +400,15 @@ type (
 	subscribeCmd struct {
 		since int64
 		reply chan subscribeReply
+		// A follower's: whether the caller asked the log's last seq (for
+		// a since ahead of this node), and what it is (-1 unknown).
+		asked   bool
+		logLast int64
 	}
 	subscribeReply struct {
 		sub  *Subscription
 		snap Snapshot
+		ask  bool // ask the log's last seq and send the command again
 	}
 	unsubscribeCmd struct{ sub *Subscription }
 	emitCmd        struct {
@@ -494,7 +499,7 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			return // answered when this node has caught up (cluster.go)
 		}
 		sub, snap := m.subscribe(c.since)
-		c.reply <- subscribeReply{sub, snap}
+		c.reply <- subscribeReply{sub: sub, snap: snap}
 	case unsubscribeCmd:
 		m.drop(c.sub, nil)
 	case emitCmd:

@@ -160,6 +160,7 @@ type noHolder struct{}
 
 func (noHolder) Forward(context.Context, string, []byte) ([]byte, error) { return nil, hub.ErrNoLeader }
 func (noHolder) PublishLive([]byte)                                      {}
+func (noHolder) LastSeq(context.Context) (int64, error)                  { return 0, hub.ErrNoLeader }
 
 // TestNoLeaderDoesNotUseUpTheRateLimit: a client polling while no node
 // holds the lease is answered 503 no_leader each time — never 429 — so it
