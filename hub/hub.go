@@ -67,7 +67,8 @@ type TurnOutcome struct {
 	// Err is the *StorageError behind a turn that could not be recorded:
 	// a waiting input that never ran (StatusNotRecorded), or a turn whose
 	// events the chat log refused (event.StatusError: its reply is not on
-	// disk). nil otherwise.
+	// disk, unless Reply is set: then only the turn's end was refused).
+	// nil otherwise.
 	Err error `json:"-"`
 }
 

@@ -243,10 +243,12 @@ func (h *Handler) awaitReply(w http.ResponseWriter, r *http.Request, turn string
 	case o := <-done:
 		switch {
 		case o.Err != nil && o.Status == event.StatusError:
-			// It ran, but its reply is not on disk: not done, whatever was streamed.
+			// It ran, but the log refused part of it: its reply is not on
+			// disk (not done, whatever was streamed), or — Reply set — only
+			// the turn's end is not yet.
 			var he *httpjson.Error
 			if errors.As(httpjson.FromSession(o.Err), &he) {
-				httpjson.Write(w, he.Status, WaitResponse{Turn: o.Turn, Status: o.Status, Error: o.Error, Code: he.Code})
+				httpjson.Write(w, he.Status, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error, Code: he.Code})
 				return
 			}
 			httpjson.WriteError(w, o.Err)
