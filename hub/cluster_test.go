@@ -237,7 +237,7 @@ func TestFailoverClosesTheTurnAndGoesOn(t *testing.T) {
 
 	got := until(t, subB, event.TurnEnd)
 	end := got[len(got)-1]
-	if d := data[event.TurnEndData](t, end); end.Turn != r.Turn || d.Status != event.StatusInterrupted || d.Error != "the node that ran this reply stopped" {
+	if d := data[event.TurnEndData](t, end); end.Turn != r.Turn || d.Status != event.StatusInterrupted || d.Error != "the node running this reply stopped or lost the lease; another node took over" {
 		t.Fatalf("turn_end after failover: %+v %+v", end, d)
 	}
 	if end.Seq != r.Echo.Event.Seq+1 {
