@@ -436,3 +436,47 @@ func TestSinceBeyondTheLogIsNotGapless(t *testing.T) {
 			snap.Synced, seqsOf(snap.Replay))
 	}
 }
+
+// A holder whose appends are refused because another node wrote (it lost
+// the lease) does not end the turn in its own words ("could not write to
+// its disk"): its clients see the ending the new holder puts in the log,
+// the same as every other node's clients.
+func TestFencedHolderShowsTheLogsEnding(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, _ := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	subA, _ := subscribe(t, a, 0)
+	r := submit(t, a, "long", "c1")
+	until(t, subA, event.Delta)
+
+	// Another node took the lease and wrote: a's next appends are fenced.
+	c.mu.Lock()
+	c.leader = nil
+	c.mu.Unlock()
+	if err := s.Append(noticeAt(int64(len(s.all())) + 1)); err != nil {
+		t.Fatal(err)
+	}
+	g.Release <- struct{}{} // a's turn ends; its reply and turn_end are refused
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if info, err := a.Info(ctxT(t)); err == nil && !info.Busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder's turn did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := a.Follow(ctxT(t), s.all()); err != nil {
+		t.Fatal(err)
+	}
+	c.lead(t, b, s)
+
+	got := until(t, subA, event.TurnEnd)
+	end := got[len(got)-1]
+	if d := data[event.TurnEndData](t, end); end.Seq == 0 || end.Turn != r.Turn || d.Status != event.StatusInterrupted ||
+		d.Error != "the node running this reply stopped or lost the lease; another node took over" {
+		t.Fatalf("the old holder's client saw the turn end as %s seq %d: %s; want the new holder's interrupted turn_end from the log",
+			end.Turn, end.Seq, end.Data)
+	}
+}
