@@ -251,9 +251,8 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 	a.schedAPI = a.state.schedules(a.sched)
 	if a.tools != nil {
-		// mcp.max_tools counts every tool of a request: the session's own
-		// (history, memory) and the schedule tools come first, the MCP
-		// servers' share the rest.
+		// mcp.max_tools counts every tool of a request: the session's own,
+		// then the schedule tools, first; the MCP servers' share the rest.
 		a.tools.MaxTools, a.tools.Builtin = cfg.MCP.MaxTools, a.hub.BuiltinTools()+len(a.sched.Tools())
 	}
 
