@@ -313,7 +313,7 @@ func checkKilledLog(t *testing.T, log []event.Event, in *inputs) {
 			started[e.Turn] = true
 		case event.TurnEnd:
 			ends[e.Turn]++
-			if d := turnEnd(e); d.Status == event.StatusInterrupted && d.Error != "the node that ran this reply stopped" {
+			if d := turnEnd(e); d.Status == event.StatusInterrupted && d.Error != "the node running this reply stopped or lost the lease; another node took over" {
 				t.Errorf("turn %s interrupted: %q", e.Turn, d.Error)
 			}
 		}

@@ -260,9 +260,9 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 	a.schedAPI = a.state.schedules(a.sched)
 	if a.tools != nil {
-		// mcp.max_tools counts every tool of a request: the history and
-		// schedule tools come first, the MCP servers' share the rest.
-		a.tools.MaxTools, a.tools.Builtin = cfg.MCP.MaxTools, len(hub.HistoryTools(a.hub, ""))+len(a.sched.Tools())
+		// mcp.max_tools counts every tool of a request: the session's own,
+		// then the schedule tools, first; the MCP servers' share the rest.
+		a.tools.MaxTools, a.tools.Builtin = cfg.MCP.MaxTools, a.hub.BuiltinTools()+len(a.sched.Tools())
 	}
 
 	var messages http.Handler
@@ -337,6 +337,7 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		ApprovalTimeout:     time.Duration(cfg.MCP.ApprovalTimeoutSec) * time.Second,
 		Attachments:         st.files,
 		MaxAttachments:      cfg.Attachments.MaxPerMessage,
+		MaxMessageBytes:     cfg.Server.MaxMessageBytes,
 		Cluster:             link,
 	}, lg, ag)
 }

@@ -83,10 +83,12 @@ func (s Schedules) forward(ctx context.Context, op string, req, out any) error {
 		return err
 	}
 	resp, err := s.Node.Request(ctx, op, b)
-	if errors.Is(err, cluster.ErrNoLeader) {
+	switch {
+	case errors.Is(err, cluster.ErrNoLeader):
 		return hub.ErrNoLeader
-	}
-	if err != nil {
+	case errors.Is(err, cluster.ErrNoAnswer):
+		return hub.ErrNoAnswer
+	case err != nil:
 		return err
 	}
 	var w schedWire
@@ -94,6 +96,10 @@ func (s Schedules) forward(ctx context.Context, op string, req, out any) error {
 		return fmt.Errorf("the holder's answer to %s: %w", op, err)
 	}
 	switch {
+	case w.Code == codeNoLeader:
+		return hub.ErrNoLeader
+	case w.Code == codeNoAnswer:
+		return hub.ErrNoAnswer
 	case w.Code != "":
 		return &schedule.Error{Code: w.Code, Message: w.Error}
 	case w.Error != "":
@@ -102,14 +108,35 @@ func (s Schedules) forward(ctx context.Context, op string, req, out any) error {
 	return json.Unmarshal(w.Value, out)
 }
 
+// Codes of a forwarded schedule operation's answer that are the hub's
+// errors on the other side.
+const (
+	codeNoLeader = "no_leader" // not done: the holder's scheduler had stopped
+	codeNoAnswer = "no_answer" // the scheduler took it and did not answer in time
+)
+
+// errCreatedBy refuses a forwarded schedule that says it was made by
+// anyone but the API: the agent's schedule tools and the console run on
+// the holder, next to its scheduler.
+var errCreatedBy = &schedule.Error{Code: "bad_created_by", Message: "a forwarded schedule is made through the API (created_by: api)"}
+
 // ServeSchedules answers the forwarded schedule operations with local
-// while this node holds the lease, until ctx ends.
+// while this node holds the lease, until ctx ends. What arrives is judged
+// as the API's door judges what it reads: the scheduler checks the spec
+// (content, times, zone, notify) as for its own callers, and created_by
+// must be the API's. Each gets the answer of what was done, even when
+// this node stops leading meanwhile (ctx ends): the scheduler's, else
+// no_leader when it had stopped before taking the request, no_answer
+// when it took it and did not answer in time.
 func ServeSchedules(ctx context.Context, n *cluster.Node, local *schedule.Scheduler, logger *slog.Logger) {
 	ops := map[string]func(context.Context, []byte) (any, error){
 		schedCreate: func(ctx context.Context, b []byte) (any, error) {
 			var w wireSpec
 			if err := json.Unmarshal(b, &w); err != nil {
 				return nil, err
+			}
+			if w.CreatedBy != schedule.CreatedByAPI {
+				return nil, errCreatedBy
 			}
 			w.Spec.CreatedBy = w.CreatedBy
 			return local.Create(ctx, w.Spec)
@@ -126,7 +153,7 @@ func ServeSchedules(ctx context.Context, n *cluster.Node, local *schedule.Schedu
 	for op, fn := range ops {
 		go func() {
 			err := n.Serve(ctx, op, func(ctx context.Context, req []byte) ([]byte, error) {
-				ctx, cancel := context.WithTimeout(ctx, stateWait)
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateWait)
 				defer cancel()
 				v, err := fn(ctx, req)
 				return answerSchedules(v, err)
@@ -142,6 +169,10 @@ func answerSchedules(v any, err error) ([]byte, error) {
 	var w schedWire
 	var se *schedule.Error
 	switch {
+	case errors.Is(err, schedule.ErrStopped):
+		w.Code, w.Error = codeNoLeader, hub.ErrNoLeader.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		w.Code, w.Error = codeNoAnswer, hub.ErrNoAnswer.Error()
 	case errors.As(err, &se):
 		w.Code, w.Error = se.Code, se.Message
 	case err != nil:

@@ -57,16 +57,28 @@ func call[T any](ctx context.Context, m *SessionManager, c any, reply chan T) (T
 // input is cleaned first (see clean): what is echoed and run may differ
 // from what the door passed in.
 func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
-	in, err := clean(in)
-	if err == nil {
-		in, err = m.resolveAttachments(in)
-	}
+	in, err := m.check(in)
 	if err != nil {
 		return Result{}, err
 	}
 	if m.following() {
 		return m.forwardSubmit(ctx, in)
 	}
+	return m.submitHere(ctx, in)
+}
+
+// check is clean and resolveAttachments: what Submit checks of every
+// input, here and on the holder for a forwarded one.
+func (m *SessionManager) check(in Input) (Input, error) {
+	in, err := clean(in, m.cfg.MaxMessageBytes)
+	if err != nil {
+		return in, err
+	}
+	return m.resolveAttachments(in)
+}
+
+// submitHere hands a checked input to this node's hub.
+func (m *SessionManager) submitHere(ctx context.Context, in Input) (Result, error) {
 	reply := make(chan submitReply, 1)
 	r, err := call(ctx, m, submitCmd{in: in, reply: reply}, reply)
 	if err != nil {
@@ -105,9 +117,18 @@ func (m *SessionManager) Info(ctx context.Context) (Info, error) {
 // (0: none); the snapshot holds the replay. The caller must Close the
 // subscription when done.
 func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscription, Snapshot, error) {
-	reply := make(chan subscribeReply, 1)
-	r, err := call(ctx, m, subscribeCmd{since: since, reply: reply}, reply)
-	return r.sub, r.snap, err
+	c := subscribeCmd{since: since, logLast: -1}
+	for {
+		c.reply = make(chan subscribeReply, 1)
+		r, err := call(ctx, m, c, c.reply)
+		if err != nil || !r.ask {
+			return r.sub, r.snap, err
+		}
+		// A follower behind since: is the client ahead of this node, or
+		// beyond the log? The log's leader knows; asked here, off the
+		// hub's goroutine, and only then.
+		c.asked, c.logLast = true, m.logLast(ctx)
+	}
 }
 
 // Reset runs the reset sequence now (reason ResetManual or ResetIdle) and

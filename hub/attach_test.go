@@ -61,7 +61,7 @@ func TestResolveAttachments(t *testing.T) {
 		err.(*InputError).Code != "attachments_disabled" {
 		t.Errorf("no store: got %v, want attachments_disabled", err)
 	}
-	if _, err := clean(Input{Channel: "web", Attachments: []event.Attachment{a}}); err != nil {
+	if _, err := clean(Input{Channel: "web", Attachments: []event.Attachment{a}}, 0); err != nil {
 		t.Errorf("files without text: %v, want accepted", err)
 	}
 }

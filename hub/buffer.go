@@ -76,11 +76,19 @@ func (m *SessionManager) write(e event.Event) (event.Event, error) {
 // writes again, and shows it now, without a seq, to every client: the
 // turn has ended whether or not the disk knows yet. It is not in the
 // buffer until it is written.
+//
+// A cluster node shows it to nobody: a holder whose writes are refused
+// may be one that lost the lease (fenced, a duplicate), and then the turn
+// is closed by the new holder in the log — every node shows that one
+// ending, in the same words; a holder that still leads writes e before
+// anything else, and every node shows it as it lands.
 func (m *SessionManager) owe(e event.Event) {
 	e.Seq = 0
 	e.TS = event.Time(m.now())
 	m.owed = append(m.owed, e)
-	m.fanOut(newFrame(e))
+	if m.cfg.Cluster == nil {
+		m.fanOut(newFrame(e))
+	}
 }
 
 // payOwed writes the owed events in order, delivering each as it lands.

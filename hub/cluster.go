@@ -37,6 +37,27 @@ type Cluster interface {
 	// PublishLive shares a frame that is not in the log (status, delta)
 	// with every node. It must not block.
 	PublishLive(frame []byte)
+	// LastSeq returns the log's last seq, as its leader knows it: a
+	// follower asks when a client says it has seen more than this node
+	// has. Called off the hub's goroutine.
+	LastSeq(ctx context.Context) (int64, error)
+}
+
+// logLastWait bounds a follower's question for the log's last seq; no
+// answer in time: unknown (-1).
+const logLastWait = 2 * time.Second
+
+// logLast asks the log's last seq for Subscribe; -1 when it cannot be
+// known now.
+func (m *SessionManager) logLast(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, logLastWait)
+	defer cancel()
+	last, err := m.cfg.Cluster.LastSeq(ctx)
+	if err != nil {
+		m.cfg.Logger.Debug("cluster: could not ask the log's last seq for a client ahead of this node", "err", err)
+		return -1
+	}
+	return last
 }
 
 // ErrNoLeader refuses a change while no node holds the session's lease
@@ -92,9 +113,20 @@ const parkWait = 3 * time.Second
 // behind parks a subscription whose since is ahead of this follower: it
 // comes from a node further on, and replaying from here would show it
 // events again or skip some. It is answered once this node has caught up
-// (unpark), or after parkWait with what is here.
+// (unpark), or after parkWait with what is here. A since beyond the log
+// itself (c.logLast, which the caller is first told to ask) is no client
+// from further on: it is answered at once, as on a single node or the
+// holder — the whole buffer, not gapless. Only when the log's last seq
+// cannot be known is such a client parked as one from further on.
 func (m *SessionManager) behind(c subscribeCmd) bool {
 	if m.leading.Load() || c.since <= m.seq {
+		return false
+	}
+	if !c.asked {
+		c.reply <- subscribeReply{ask: true}
+		return true
+	}
+	if c.logLast >= 0 && c.since > c.logLast {
 		return false
 	}
 	if len(m.parked) == 0 {
@@ -126,7 +158,7 @@ func (m *SessionManager) unpark(all bool) {
 			snap.Connected.LastSeq, snap.Synced = c.since, event.SyncedData{LastSeq: c.since, Gapless: true}
 			snap.Replay = nil
 		}
-		c.reply <- subscribeReply{sub, snap}
+		c.reply <- subscribeReply{sub: sub, snap: snap}
 	}
 	clear(m.parked[len(keep):])
 	m.parked = keep
@@ -436,8 +468,13 @@ func (m *SessionManager) awaitRemote(turn string, done chan<- TurnOutcome) {
 // holder answers in milliseconds, and a failover takes about 1.5 s.
 const forwardWait = 5 * time.Second
 
-// forwardRetry is how soon a command nobody took is sent again.
-const forwardRetry = 100 * time.Millisecond
+// forwardRetry is how soon a command nobody took is sent again, for up
+// to noLeaderWait: a failover takes about 1.5 s; longer without a holder
+// means too few nodes are up, and the client is told (no_leader).
+const (
+	forwardRetry = 100 * time.Millisecond
+	noLeaderWait = 3 * time.Second
+)
 
 // errMoved: the lease changed hands while a forwarded command waited for
 // its answer.
@@ -466,6 +503,7 @@ func (m *SessionManager) forward(ctx context.Context, op string, req, out any) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, forwardWait)
 	defer cancel()
+	giveUp := time.Now().Add(noLeaderWait)
 	unknown := false // a holder may have taken it and gone
 	for {
 		err := m.forwardOnce(ctx, op, b, out)
@@ -481,7 +519,7 @@ func (m *SessionManager) forward(ctx context.Context, op string, req, out any) e
 			// A holder that took it and stopped leading before it could
 			// say how it went: the next holder knows.
 			unknown = true
-		case errors.Is(err, ErrNoLeader) && resendable(op):
+		case errors.Is(err, ErrNoLeader) && resendable(op) && (unknown || time.Now().Before(giveUp)):
 		default:
 			return err
 		}

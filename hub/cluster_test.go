@@ -121,6 +121,10 @@ func (n memNode) Changed() <-chan struct{} {
 	return n.c.changed
 }
 
+func (n memNode) LastSeq(context.Context) (int64, error) {
+	return int64(len(n.log.all())), nil
+}
+
 func (n memNode) PublishLive(b []byte) {
 	if n.log.dead.Load() {
 		return
@@ -138,10 +142,17 @@ func (n memNode) PublishLive(b []byte) {
 // startNode starts a cluster node's hub on the stream, following it.
 func startNode(t *testing.T, s *memStream, c *memCluster, g *testagent.Gate) (*testHub, *deadLog) {
 	t.Helper()
+	return joinNode(t, s, c, Config{DataDir: t.TempDir(), BusyPolicy: PolicyReject}, g)
+}
+
+// joinNode starts a cluster node's hub made with cfg (its Cluster set
+// here) on the stream, following it.
+func joinNode(t *testing.T, s *memStream, c *memCluster, cfg Config, g *testagent.Gate) (*testHub, *deadLog) {
+	t.Helper()
 	var h *testHub
 	lg := &deadLog{memStream: s}
-	node := memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
-	h = startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: node, BusyPolicy: PolicyReject}, g, lg)
+	cfg.Cluster = memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
+	h = startHubWithLog(t, cfg, g, lg)
 	c.mu.Lock()
 	c.nodes = append(c.nodes, h.SessionManager)
 	c.mu.Unlock()
@@ -249,7 +260,7 @@ func TestFailoverClosesTheTurnAndGoesOn(t *testing.T) {
 
 	got := until(t, subB, event.TurnEnd)
 	end := got[len(got)-1]
-	if d := data[event.TurnEndData](t, end); end.Turn != r.Turn || d.Status != event.StatusInterrupted || d.Error != "the node that ran this reply stopped" {
+	if d := data[event.TurnEndData](t, end); end.Turn != r.Turn || d.Status != event.StatusInterrupted || d.Error != "the node running this reply stopped or lost the lease; another node took over" {
 		t.Fatalf("turn_end after failover: %+v %+v", end, d)
 	}
 	if end.Seq != r.Echo.Event.Seq+1 {
@@ -334,7 +345,7 @@ func TestHolderThatLosesTheLeaseFollows(t *testing.T) {
 // waits until this node has caught up, then gets a gapless replay: no
 // event twice, none skipped.
 func TestClientAheadOfTheFollowerWaitsForIt(t *testing.T) {
-	s := newMemStream()
+	s := logOf(t, 5) // the log has 5 events; this node has been handed 3
 	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
 	for i := 1; i <= 3; i++ {
 		if err := b.Ingest(ctxT(t), noticeAt(int64(i))); err != nil {
@@ -379,6 +390,18 @@ func TestClientAheadOfTheFollowerWaitsForIt(t *testing.T) {
 	}
 }
 
+// logOf is a stream holding n notices (seq 1 to n), which the tests hand
+// their follower (Ingest) one by one.
+func logOf(t *testing.T, n int64) *memStream {
+	s := newMemStream()
+	for i := int64(1); i <= n; i++ {
+		if err := s.Append(noticeAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 func noticeAt(seq int64) event.Event {
 	e := event.New(event.Notice, "", time.Now(), event.TextData{Text: "n"})
 	e.Seq = seq
@@ -388,7 +411,7 @@ func noticeAt(seq int64) event.Event {
 // A client further ahead than this node catches up within parkWait gets
 // a gapless answer at its own seq, and then only the events after it.
 func TestClientFarAheadGetsOnlyWhatIsNew(t *testing.T) {
-	s := newMemStream()
+	s := logOf(t, 7)
 	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
 	for i := int64(1); i <= 3; i++ {
 		if err := b.Ingest(ctxT(t), noticeAt(i)); err != nil {
@@ -410,6 +433,30 @@ func TestClientFarAheadGetsOnlyWhatIsNew(t *testing.T) {
 	}
 	if e := next(t, sub); e.Seq != 7 {
 		t.Fatalf("first event after since=6: seq %d", e.Seq)
+	}
+}
+
+// A since beyond the log itself is no client from further on: a follower
+// answers it at once as a single node does — the whole buffer, not
+// gapless — instead of parking it and then calling it gapless.
+func TestSinceBeyondTheLogIsNotGapless(t *testing.T) {
+	s := logOf(t, 3)
+	b := startHubWithLog(t, Config{DataDir: t.TempDir(), Cluster: memNode{c: &memCluster{}, self: func() *SessionManager { return nil }, log: &deadLog{memStream: s}}}, testagent.NewGate(), s)
+	for i := int64(1); i <= 3; i++ {
+		if err := b.Ingest(ctxT(t), noticeAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), parkWait/2)
+	defer cancel()
+	sub, snap, err := b.Subscribe(ctx, 999999)
+	if err != nil {
+		t.Fatalf("since=999999 on a follower: %v (parked?)", err)
+	}
+	defer sub.Close()
+	if snap.Synced.Gapless || snap.Synced.LastSeq != 3 || seqsOf(snap.Replay) != "[notice:1 notice:2 notice:3]" {
+		t.Fatalf("since=999999: synced %+v, replay %s; want the buffer (seqs 1-3), last_seq 3, not gapless",
+			snap.Synced, seqsOf(snap.Replay))
 	}
 }
 
@@ -475,4 +522,46 @@ func TestForwardedInputGetsAnID(t *testing.T) {
 		t.Fatalf("forwarded input's client_msg_id %q, want one given by the follower", u.ClientMsgID)
 	}
 	g.Release <- struct{}{}
+}
+
+// A holder whose appends are refused because another node wrote (it lost
+// the lease) does not end the turn in its own words ("could not write to
+// its disk"): its clients see the ending the new holder puts in the log,
+// the same as every other node's clients.
+func TestFencedHolderShowsTheLogsEnding(t *testing.T) {
+	s, c, g := newMemStream(), &memCluster{}, testagent.NewGate()
+	a, _ := startNode(t, s, c, g)
+	b, _ := startNode(t, s, c, g)
+	c.lead(t, a, s)
+	subA, _ := subscribe(t, a, 0)
+	r := submit(t, a, "long", "c1")
+	until(t, subA, event.Delta)
+
+	// Another node took the lease and wrote: a's next appends are fenced.
+	c.setLeader(nil)
+	if err := s.Append(noticeAt(int64(len(s.all())) + 1)); err != nil {
+		t.Fatal(err)
+	}
+	g.Release <- struct{}{} // a's turn ends; its reply and turn_end are refused
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if info, err := a.Info(ctxT(t)); err == nil && !info.Busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder's turn did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := a.Follow(ctxT(t), s.all()); err != nil {
+		t.Fatal(err)
+	}
+	c.lead(t, b, s)
+
+	got := until(t, subA, event.TurnEnd)
+	end := got[len(got)-1]
+	if d := data[event.TurnEndData](t, end); end.Seq == 0 || end.Turn != r.Turn || d.Status != event.StatusInterrupted ||
+		d.Error != "the node running this reply stopped or lost the lease; another node took over" {
+		t.Fatalf("the old holder's client saw the turn end as %s seq %d: %s; want the new holder's interrupted turn_end from the log",
+			end.Turn, end.Seq, end.Data)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/memory"
@@ -96,12 +97,43 @@ func (w *wireErr) err() error {
 	return errors.New(w.Message)
 }
 
+// forwardingDoors are who may ask the holder, through another node, to
+// cancel, decide an approval or change memory: the web page, the HTTP API
+// and the console. The agent, consolidation, timeouts and resets act on
+// the holder itself.
+var forwardingDoors = []string{event.ChannelWeb, CancelByAPI, event.ChannelConsole}
+
+// errForwardedBy refuses a forwarded change that names someone no door
+// that forwards would.
+var errForwardedBy = &InputError{"bad_by", "a forwarded change must come from the web, the API or the console"}
+
+// forwardedBy checks who a forwarded change says it comes from (it is
+// written to the log: a notice, an approval_result, a memory_changed).
+func forwardedBy(by string) error {
+	if !slices.Contains(forwardingDoors, by) {
+		return errForwardedBy
+	}
+	return nil
+}
+
 // Serve runs a command another node forwarded (Cluster.Forward) and
 // returns the answer to send back. A node that does not hold the lease
 // answers ErrNoLeader. The error is only for a request that could not be
 // read.
+//
+// What arrives is judged as the doors judge what they read (checkForwarded,
+// clean, cleanMemoryText, forwardedBy): the cluster's connection is one
+// more way in. Whatever happens, the answer says what was done: ctx ends
+// when this node stops leading, but a command the hub took is answered by
+// the hub (done, or ErrNoLeader if it had stopped leading first), and one
+// that got no answer in time is ErrNoAnswer — never "context canceled".
 func (m *SessionManager) Serve(ctx context.Context, op string, req []byte) ([]byte, error) {
-	v, err := m.serve(ctx, op, req)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forwardWait)
+	defer cancel()
+	v, err := m.serve(hctx, op, req)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		err = ErrNoAnswer
+	}
 	var w wireAnswer
 	if err != nil {
 		w.Err = toWireErr(err)
@@ -111,48 +143,83 @@ func (m *SessionManager) Serve(ctx context.Context, op string, req []byte) ([]by
 	return json.Marshal(w)
 }
 
+// serve runs op on this node's hub, never forwarding it again.
 func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any, error) {
 	if !m.leading.Load() {
 		return nil, ErrNoLeader
 	}
 	switch op {
 	case opSubmit:
-		var in wireInput
-		if err := json.Unmarshal(req, &in); err != nil {
-			return nil, err
-		}
-		res, err := m.Submit(ctx, Input{Channel: in.Channel, From: in.From, Content: in.Content,
-			ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID})
-		if err != nil {
-			return nil, err
-		}
-		w := wireResult{Outcome: res.Outcome, Turn: res.Turn, Busy: res.Busy}
-		if res.Echo != nil {
-			w.Echo = &res.Echo.Event
-		}
-		return w, nil
+		return m.serveSubmit(ctx, req)
 	case opCancel:
 		var by string
 		if err := json.Unmarshal(req, &by); err != nil {
 			return nil, err
 		}
-		return m.CancelBy(ctx, by)
+		if err := forwardedBy(by); err != nil {
+			return nil, err
+		}
+		reply := make(chan bool, 1)
+		return call(ctx, m, cancelCmd{by: by, reply: reply}, reply)
 	case opReset:
 		var reason string
 		if err := json.Unmarshal(req, &reason); err != nil {
 			return nil, err
 		}
-		return m.Reset(ctx, reason)
+		if reason != ResetManual {
+			return nil, &InputError{"bad_reason", "a forwarded reset is a manual one"}
+		}
+		reply := make(chan resetReply, 1)
+		r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+		if err == nil {
+			err = r.err
+		}
+		return r.d, err
 	case opDecide:
 		var d wireDecide
 		if err := json.Unmarshal(req, &d); err != nil {
 			return nil, err
 		}
-		return m.Decide(ctx, d.ID, d.Decision, d.By)
+		if err := forwardedBy(d.By); err != nil {
+			return nil, err
+		}
+		reply := make(chan decideReply, 1)
+		r, err := call(ctx, m, decideCmd{id: d.ID, decision: d.Decision, by: d.By, reply: reply}, reply)
+		if err == nil {
+			err = r.err
+		}
+		return r.d, err
 	case opMemory:
 		return m.serveMemory(ctx, req)
 	}
 	return nil, fmt.Errorf("unknown forwarded command %q", op)
+}
+
+// serveSubmit takes an input another node forwarded: checked as if it came
+// through a door here (checkForwarded, then Submit's checks), then handed
+// to this hub.
+func (m *SessionManager) serveSubmit(ctx context.Context, req []byte) (wireResult, error) {
+	var in wireInput
+	if err := json.Unmarshal(req, &in); err != nil {
+		return wireResult{}, err
+	}
+	checked, err := checkForwarded(Input{Channel: in.Channel, From: in.From, Content: in.Content,
+		ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID})
+	if err == nil {
+		checked, err = m.check(checked)
+	}
+	if err != nil {
+		return wireResult{}, err
+	}
+	res, err := m.submitHere(ctx, checked)
+	if err != nil {
+		return wireResult{}, err
+	}
+	w := wireResult{Outcome: res.Outcome, Turn: res.Turn, Busy: res.Busy}
+	if res.Echo != nil {
+		w.Echo = &res.Echo.Event
+	}
+	return w, nil
 }
 
 // forwardSubmit sends an input to the holder; the outcome of its turn,

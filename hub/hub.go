@@ -67,7 +67,8 @@ type TurnOutcome struct {
 	// Err is the *StorageError behind a turn that could not be recorded:
 	// a waiting input that never ran (StatusNotRecorded), or a turn whose
 	// events the chat log refused (event.StatusError: its reply is not on
-	// disk). nil otherwise.
+	// disk, unless Reply is set: then only the turn's end was refused).
+	// nil otherwise.
 	Err error `json:"-"`
 }
 
@@ -147,6 +148,11 @@ type Config struct {
 	// MaxAttachments caps the attachments of one input. Default
 	// DefaultMaxAttachments (10).
 	MaxAttachments int
+	// MaxMessageBytes caps an input's text (content and from, in bytes)
+	// from every door but email, whose door caps whole mails
+	// (channels.email.max_bytes): server.max_message_bytes, which the
+	// HTTP and WebSocket doors also apply to what they read. 0: no cap.
+	MaxMessageBytes int64
 
 	// Cluster, if set, makes this one node of several (cluster.go): the
 	// hub follows the log until Lead. Nil: a single node, as always.
@@ -395,10 +401,15 @@ type (
 	subscribeCmd struct {
 		since int64
 		reply chan subscribeReply
+		// A follower's: whether the caller asked the log's last seq (for
+		// a since ahead of this node), and what it is (-1 unknown).
+		asked   bool
+		logLast int64
 	}
 	subscribeReply struct {
 		sub  *Subscription
 		snap Snapshot
+		ask  bool // ask the log's last seq and send the command again
 	}
 	unsubscribeCmd struct{ sub *Subscription }
 	emitCmd        struct {
@@ -458,9 +469,18 @@ func (m *SessionManager) Run(ctx context.Context) error {
 func (m *SessionManager) handle(ctx context.Context, c any) {
 	switch c := c.(type) {
 	case submitCmd:
+		if m.following() {
+			// Sent while this node led; it has stopped since: nothing was done.
+			c.reply <- submitReply{err: ErrNoLeader}
+			return
+		}
 		res, err := m.submit(ctx, c.in)
 		c.reply <- submitReply{res, err}
 	case resetCmd:
+		if m.following() {
+			c.reply <- resetReply{err: ErrNoLeader}
+			return
+		}
 		d, err := m.reset(ctx, c.reason)
 		c.reply <- resetReply{d, err}
 	case storageCmd:
@@ -480,7 +500,7 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			return // answered when this node has caught up (cluster.go)
 		}
 		sub, snap := m.subscribe(c.since)
-		c.reply <- subscribeReply{sub, snap}
+		c.reply <- subscribeReply{sub: sub, snap: snap}
 	case unsubscribeCmd:
 		m.drop(c.sub, nil)
 	case emitCmd:

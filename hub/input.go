@@ -41,7 +41,17 @@ var (
 		"name your source (e.g. \"cron\" or \"mail-bridge\") or leave channel out for \"webhook\""}
 	// ErrClientMsgIDTooLong rejects a client_msg_id over MaxClientMsgIDBytes.
 	ErrClientMsgIDTooLong = &InputError{"bad_client_msg_id", fmt.Sprintf("client_msg_id is too long: use at most %d bytes", MaxClientMsgIDBytes)}
+	// ErrNotForwarded rejects a forwarded input that only the holder's
+	// own doors make (see checkForwarded).
+	ErrNotForwarded = &InputError{"reserved_channel", "inputs of the email and schedule doors are taken by the node that runs the assistant; " +
+		"another node never forwards them"}
 )
+
+// tooLarge rejects an input whose text is n bytes, over limit
+// (Config.MaxMessageBytes).
+func tooLarge(n int, limit int64) error {
+	return &InputError{"too_large", fmt.Sprintf("the message is %d bytes, more than server.max_message_bytes (%d)", n, limit)}
+}
 
 // Attachments is the attachment store as the session sees it.
 // *attachments.Store implements it (main wires it in). Stat returns the
@@ -116,15 +126,21 @@ func (m *SessionManager) resolveAttachments(in Input) (Input, error) {
 }
 
 // clean is the one place that validates and cleans an input from any door
-// before the session sees it. Submit calls it on the caller's goroutine.
+// — and from another node's doors, forwarded to this one (Serve) — before
+// the session sees it. Submit calls it on the caller's goroutine.
 //
+// The text (content and from) is at most maxBytes (Config.MaxMessageBytes;
+// 0: no cap), except an email's, whose door caps the whole mail.
 // Control characters are removed from the content, except newline and
 // tab: they are invisible in the UI, and in the terminal (and to the
 // model) they can move the cursor, rewrite what was printed or pass for
 // something else ("\x1c\x1c/status" reads as "/status"). From is one line
 // and keeps none. Invalid UTF-8 (the console and email doors may pass it
 // through) becomes U+FFFD.
-func clean(in Input) (Input, error) {
+func clean(in Input, maxBytes int64) (Input, error) {
+	if n := len(in.Content) + len(in.From); maxBytes > 0 && int64(n) > maxBytes && in.Channel != event.ChannelEmail {
+		return in, tooLarge(n, maxBytes)
+	}
 	in.Content = stripControl(in.Content, true)
 	in.From = stripControl(in.From, false)
 	if strings.TrimSpace(in.Content) == "" && len(in.Attachments) == 0 {
@@ -158,6 +174,43 @@ func CheckCallerChannel(name string) error {
 		return ErrReservedChannel
 	}
 	return nil
+}
+
+// forwardedChannels are the channels of the doors that run on every node
+// and forward their inputs to the holder: the web page (WebSocket), the
+// console and MCP's send_message; the webhook's are its callers' own
+// names (CheckCallerChannel). Email and schedules are the holder's own
+// doors: they run where the lease is.
+var forwardedChannels = []string{event.ChannelWeb, event.ChannelConsole, event.ChannelMCP}
+
+// checkForwarded is what the holder checks of an input another node
+// forwarded (Serve) besides what Submit checks of every input: that a
+// door that forwards could have sent it — its channel is one of
+// forwardedChannels or a caller's own name, and it carries nothing only
+// the holder's doors set (Patient, ScheduleID, attachment names; the
+// store names the files). Whatever the other node's door checked is
+// checked again here (clean, resolveAttachments): what arrives over
+// the cluster's connection is judged as if it came through a door.
+func checkForwarded(in Input) (Input, error) {
+	if !slices.Contains(forwardedChannels, in.Channel) {
+		if err := CheckCallerChannel(in.Channel); errors.Is(err, ErrReservedChannel) {
+			return in, ErrNotForwarded
+		} else if err != nil {
+			return in, err
+		}
+	}
+	if in.Patient || in.ScheduleID != "" {
+		return in, ErrNotForwarded
+	}
+	in.Notify, in.Done = nil, nil
+	if in.Attachments != nil {
+		refs := make([]event.Attachment, len(in.Attachments))
+		for i, a := range in.Attachments {
+			refs[i] = event.Attachment{SHA256: a.SHA256}
+		}
+		in.Attachments = refs
+	}
+	return in, nil
 }
 
 // stripControl returns s as valid UTF-8 without control characters (C0,

@@ -74,6 +74,16 @@ func cleanMemoryText(s string) (string, error) {
 	return s, nil
 }
 
+// clean checks and cleans the text of a save or an edit (cleanMemoryText).
+func (c *memoryCmd) clean() error {
+	if c.op != memSave && c.op != memEdit {
+		return nil
+	}
+	text, err := cleanMemoryText(c.text)
+	c.text = text
+	return err
+}
+
 // MemoryList returns the long-term memory items, oldest first.
 func (m *SessionManager) MemoryList(ctx context.Context) ([]memory.Item, error) {
 	r, err := m.memory(ctx, memoryCmd{op: memList})
@@ -89,10 +99,6 @@ func (m *SessionManager) MemorySave(ctx context.Context, text, source string) (m
 }
 
 func (m *SessionManager) memorySave(ctx context.Context, text, source, by, action, turn string) (memory.Item, error) {
-	text, err := cleanMemoryText(text)
-	if err != nil {
-		return memory.Item{}, err
-	}
 	r, err := m.memory(ctx, memoryCmd{op: memSave, text: text, source: source, by: by, action: action, turn: turn})
 	return r.item, err
 }
@@ -101,10 +107,6 @@ func (m *SessionManager) memorySave(ctx context.Context, text, source, by, actio
 // console, api, agent). memory.ErrNotFound for an unknown id; errors as
 // MemorySave otherwise.
 func (m *SessionManager) MemoryEdit(ctx context.Context, id, text, by string) (memory.Item, error) {
-	text, err := cleanMemoryText(text)
-	if err != nil {
-		return memory.Item{}, err
-	}
 	r, err := m.memory(ctx, memoryCmd{op: memEdit, id: id, text: text, by: by})
 	return r.item, err
 }
@@ -117,9 +119,15 @@ func (m *SessionManager) MemoryForget(ctx context.Context, id, by string) error 
 	return err
 }
 
+// memory checks c's text (cleanMemoryText: every door's, and what
+// another node forwards, in this one place) and has the holder make the
+// change: this node's hub, or the holder's through Forward.
 func (m *SessionManager) memory(ctx context.Context, c memoryCmd) (memoryReply, error) {
 	if m.cfg.Items == nil {
 		return memoryReply{}, ErrNoMemory
+	}
+	if err := c.clean(); err != nil {
+		return memoryReply{}, err
 	}
 	if c.op != memList && m.following() {
 		// The holder writes the log: it makes the change, and this node
@@ -129,6 +137,11 @@ func (m *SessionManager) memory(ctx context.Context, c memoryCmd) (memoryReply, 
 			Source: c.source, Action: c.action, Turn: c.turn}, &it)
 		return memoryReply{item: it}, err
 	}
+	return m.memoryHere(ctx, c)
+}
+
+// memoryHere has this node's hub run c.
+func (m *SessionManager) memoryHere(ctx context.Context, c memoryCmd) (memoryReply, error) {
 	c.reply = make(chan memoryReply, 1)
 	r, err := call(ctx, m, c, c.reply)
 	if err != nil {
@@ -405,7 +418,10 @@ type wireMemory struct {
 	Turn   string `json:"turn,omitempty"`
 }
 
-// serveMemory makes a memory change another node forwarded (see Serve).
+// serveMemory makes a memory change another node forwarded (see Serve),
+// checked as the door's own would be: the text (cleanMemoryText), and
+// who asks — a door that forwards (forwardedBy) saving under its own name,
+// never the agent or a consolidation, which run on the holder alone.
 func (m *SessionManager) serveMemory(ctx context.Context, req []byte) (memory.Item, error) {
 	var w wireMemory
 	if err := json.Unmarshal(req, &w); err != nil {
@@ -414,7 +430,23 @@ func (m *SessionManager) serveMemory(ctx context.Context, req []byte) (memory.It
 	if w.Op != memSave && w.Op != memEdit && w.Op != memForget {
 		return memory.Item{}, fmt.Errorf("unknown memory operation %d", w.Op)
 	}
-	r, err := m.memory(ctx, memoryCmd{op: w.Op, id: w.ID, text: w.Text, by: w.By, source: w.Source, action: w.Action, turn: w.Turn})
+	if m.cfg.Items == nil {
+		return memory.Item{}, ErrNoMemory
+	}
+	if err := forwardedBy(w.By); err != nil {
+		return memory.Item{}, err
+	}
+	c := memoryCmd{op: w.Op, id: w.ID, text: w.Text, by: w.By}
+	if w.Op == memSave {
+		if w.Source != w.By || (w.Action != "" && w.Action != event.MemorySaved) || w.Turn != "" {
+			return memory.Item{}, errForwardedBy
+		}
+		c.source, c.action = w.By, event.MemorySaved
+	}
+	if err := c.clean(); err != nil {
+		return memory.Item{}, err
+	}
+	r, err := m.memoryHere(ctx, c)
 	return r.item, err
 }
 

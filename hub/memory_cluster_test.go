@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -15,17 +14,7 @@ import (
 // startItemsNode is startNode with a memory item store of the node's own.
 func startItemsNode(t *testing.T, s *memStream, c *memCluster) *testHub {
 	t.Helper()
-	var h *testHub
-	lg := &deadLog{memStream: s}
-	node := memNode{c: c, self: func() *SessionManager { return h.SessionManager }, log: lg}
-	h = startHubWithLog(t, withItems(t, Config{Cluster: node}), testagent.NewGate(), lg)
-	c.mu.Lock()
-	c.nodes = append(c.nodes, h.SessionManager)
-	c.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.feed(ctx, h.SessionManager) }()
-	t.Cleanup(func() { cancel(); <-done })
+	h, _ := joinNode(t, s, c, withItems(t, Config{}), testagent.NewGate())
 	return h
 }
 

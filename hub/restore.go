@@ -95,7 +95,7 @@ func (m *SessionManager) closeOpen(asked []ask, turns turnStates) {
 	if m.cfg.Cluster != nil {
 		// A cluster node closes what is open only as it takes over from
 		// the node that ran the session (at its own start it follows).
-		by, why = ByFailover, "the node that ran this reply stopped"
+		by, why = ByFailover, "the node running this reply stopped or lost the lease; another node took over"
 	}
 	for _, a := range asked {
 		// It waited when the process died: nobody can answer it now.

@@ -61,10 +61,18 @@ func (e *StorageError) Message() string {
 }
 
 // TurnMessage is the sentence for a turn whose events the log refused:
-// its input is on disk, its reply (or part of it) is not.
-func (e *StorageError) TurnMessage() string {
+// its input is on disk; its reply is too when saved (only what came after
+// it, the turn's end, was refused), else it (or part of it) is not.
+func (e *StorageError) TurnMessage(saved bool) string {
 	if m := clusterTurnMessage(e.Code); m != "" {
 		return m
+	}
+	if saved {
+		what := "the server could not write to its disk"
+		if e.Code == StorageFull {
+			what = "the server's disk is full"
+		}
+		return what + ": the reply was saved, but the end of this turn was not yet; it is written once the disk takes writes again (" + e.Error() + ")"
 	}
 	if e.Code == StorageFull {
 		return "the server's disk is full: this reply could not be saved, so it is not kept; free space and ask again (" + e.Error() + ")"

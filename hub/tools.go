@@ -106,6 +106,18 @@ func (m *SessionManager) turnTools(turn, channel string) []agent.Tool {
 	return tools
 }
 
+// BuiltinTools is how many of the session's own tools every turn gets:
+// the history tools, and memory_save and memory_forget with an item store.
+// mcp.max_tools counts them (and the schedule tools) before the MCP
+// servers'. Safe from any goroutine: it reads only the configuration.
+func (m *SessionManager) BuiltinTools() int {
+	n := len(HistoryTools(m, ""))
+	if m.cfg.Items != nil {
+		n += len(m.memoryTools("", ""))
+	}
+	return n
+}
+
 // HistoryTools returns the history tools (history_get_recent,
 // history_get_range, history_search) over src, for agents and for the MCP
 // server. The messages of turn are never search hits (the running turn's

@@ -294,9 +294,12 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 	m.denyWaiting(t.id, by)
 	m.turn = nil
 	content = truncate(content)
+	saved := false // the reply reached the log, and nothing before it was refused
 	if content != "" {
+		faultBefore := t.fault != nil
 		t.refused("record reply", m.publish(event.New(event.Assistant, t.id, time.Time{},
 			event.AssistantData{Content: content, Partial: status != event.StatusCompleted})))
+		saved = !faultBefore && t.fault == nil
 	}
 	if status == event.StatusCancelled {
 		t.refused("record notice", m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{
@@ -305,7 +308,7 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 	end := func() event.Event {
 		d := event.TurnEndData{Status: status, Error: errMsg, DurationMS: m.now().Sub(t.started).Milliseconds(), Usage: usage}
 		if t.fault != nil {
-			d.Status, d.Code, d.Error = event.StatusError, t.fault.Code, t.fault.TurnMessage()
+			d.Status, d.Code, d.Error = event.StatusError, t.fault.Code, t.fault.TurnMessage(saved)
 		}
 		e := event.New(event.TurnEnd, t.id, time.Time{}, d)
 		e.TS = event.Time(m.now())
@@ -315,7 +318,10 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 	t.refused("record turn_end", err)
 	o := TurnOutcome{Turn: t.id, Status: status, Reply: content, Error: errMsg}
 	if t.fault != nil {
-		o = TurnOutcome{Turn: t.id, Status: event.StatusError, Error: t.fault.TurnMessage(), Err: t.fault}
+		o = TurnOutcome{Turn: t.id, Status: event.StatusError, Error: t.fault.TurnMessage(saved), Err: t.fault}
+		if saved {
+			o.Reply = content
+		}
 	}
 	// Observed before turn_end goes out, so whoever sees it sees this too.
 	m.metrics.turnDuration.WithLabelValues(o.Status).Observe(time.Since(t.begun).Seconds())

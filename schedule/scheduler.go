@@ -673,11 +673,17 @@ func call[T any](ctx context.Context, s *Scheduler, c any, reply chan T) (T, err
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-done:
-		return zero, ErrStopped
+		select {
+		case r := <-reply: // answered just before stopping
+			return r, nil
+		default:
+			return zero, ErrStopped
+		}
 	}
 }
 
-// ErrStopped: the scheduler is not running (shutdown).
+// ErrStopped: the scheduler is not running (shutdown, or on a cluster
+// node that stopped leading); the request was not carried out.
 var ErrStopped = &Error{Code: "shutting_down", Message: "the scheduler has stopped"}
 
 // Create makes a schedule from sp. A refusal is an *Error and nothing was

@@ -445,7 +445,8 @@ func (p *printer) turnEnd(e event.Event) {
 	case event.StatusError:
 		p.line("[error] " + d.Error)
 	case event.StatusInterrupted:
-		p.line(p.o.style(dim, "[interrupted]"))
+		// The reason is the log's: the same words on every node.
+		p.line(p.o.style(dim, strings.TrimSpace("[interrupted] "+d.Error)))
 	}
 }
 

@@ -84,6 +84,19 @@ func (h *Handler) take() (bool, time.Duration) {
 	return h.limit.Take(h.opts.Now())
 }
 
+// giveBack returns the token of a request the session refused because no
+// node could take it (no_leader) or did not answer (no_answer): the client
+// is told to retry in a second, and a client polling through a failover
+// must find the desk, not 429, once a new holder is ready.
+func (h *Handler) giveBack(err error) {
+	if !errors.Is(err, hub.ErrNoLeader) && !errors.Is(err, hub.ErrNoAnswer) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.limit.Give()
+}
+
 type request struct {
 	Content     string `json:"content"`
 	Channel     string `json:"channel"`
@@ -183,6 +196,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := h.s.Submit(r.Context(), in)
 	if err != nil {
+		h.giveBack(err)
 		return httpjson.FromSession(err)
 	}
 	if res.Outcome == hub.Rejected {
@@ -229,10 +243,12 @@ func (h *Handler) awaitReply(w http.ResponseWriter, r *http.Request, turn string
 	case o := <-done:
 		switch {
 		case o.Err != nil && o.Status == event.StatusError:
-			// It ran, but its reply is not on disk: not done, whatever was streamed.
+			// It ran, but the log refused part of it: its reply is not on
+			// disk (not done, whatever was streamed), or — Reply set — only
+			// the turn's end is not yet.
 			var he *httpjson.Error
 			if errors.As(httpjson.FromSession(o.Err), &he) {
-				httpjson.Write(w, he.Status, WaitResponse{Turn: o.Turn, Status: o.Status, Error: o.Error, Code: he.Code})
+				httpjson.Write(w, he.Status, WaitResponse{Turn: o.Turn, Status: o.Status, Reply: o.Reply, Error: o.Error, Code: he.Code})
 				return
 			}
 			httpjson.WriteError(w, o.Err)

@@ -153,3 +153,45 @@ func TestQueuedAnswers(t *testing.T) {
 		t.Fatalf("wait for the queued message: %d %v", a.code, a.body)
 	}
 }
+
+// noHolder is a cluster in which no node holds the lease: every forwarded
+// input is refused with no_leader.
+type noHolder struct{}
+
+func (noHolder) Forward(context.Context, string, []byte) ([]byte, error) { return nil, hub.ErrNoLeader }
+func (noHolder) PublishLive([]byte)                                      {}
+func (noHolder) LastSeq(context.Context) (int64, error)                  { return 0, hub.ErrNoLeader }
+func (noHolder) Changed() <-chan struct{}                                { return nil }
+
+// TestNoLeaderDoesNotUseUpTheRateLimit: a client polling while no node
+// holds the lease is answered 503 no_leader each time — never 429 — so it
+// gets in as soon as a holder is ready.
+func TestNoLeaderDoesNotUseUpTheRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, Cluster: noHolder{}}, lg, testagent.NewGate())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	clk := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	h := webhook.New(m, webhook.Options{RatePerSec: 0.5, RateBurst: 2, Now: clk.Now})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { cancel(); <-done; srv.Close(); lg.Close() })
+
+	for i := range 10 {
+		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"content":"ping","client_msg_id":"p1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || body["code"] != "no_leader" || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("poll %d with no holder: %d %v (Retry-After %q), want 503 no_leader, Retry-After 1",
+				i+1, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+		}
+	}
+}

@@ -466,13 +466,16 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 				code = "already_decided"
 			case errors.Is(err, hub.ErrNoApproval):
 				code = "no_approval"
+			case errors.Is(err, hub.ErrNoLeader), errors.Is(err, hub.ErrNoAnswer):
+				code, _ = errorCode(err)
 			}
 			cn.replyError(code, err.Error(), "")
 		}
 	case "cancel":
 		ok, err := cn.h.s.CancelBy(ctx, event.ChannelWeb)
 		if err != nil {
-			cn.replyError("internal", err.Error(), "")
+			code, msg := errorCode(err)
+			cn.replyError(code, msg, "")
 		} else if !ok {
 			cn.replyError("not_busy", "nothing to cancel: no turn is running", "")
 		}

@@ -605,3 +605,34 @@ func TestBadSinceIsJSONError(t *testing.T) {
 		t.Errorf("got %d %q %+v; want 400 application/json bad_since", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }
+
+// noHolder is a cluster in which no node holds the lease.
+type noHolder struct{}
+
+func (noHolder) Forward(context.Context, string, []byte) ([]byte, error) { return nil, hub.ErrNoLeader }
+func (noHolder) PublishLive([]byte)                                      {}
+func (noHolder) LastSeq(context.Context) (int64, error)                  { return 0, hub.ErrNoLeader }
+func (noHolder) Changed() <-chan struct{}                                { return nil }
+
+// While no node holds the lease, every refused frame says no_leader (the
+// page waits and retries), a cancel and a decision included — not
+// "internal" or "bad_approval".
+func TestNoLeaderRefusalsSayNoLeader(t *testing.T) {
+	s := start(t, hub.Config{Cluster: noHolder{}}, ws.Options{}, &agent.Demo{})
+	cl := dial(t, s.url)
+	cl.join()
+	for _, raw := range []string{
+		`{"type":"message","content":"hi","client_msg_id":"n-1"}`,
+		`{"type":"command","action":"cancel"}`,
+		`{"type":"command","action":"approve","id":"a1"}`,
+		`{"type":"command","action":"reset"}`,
+	} {
+		cl.sendRaw(websocket.MessageText, []byte(raw))
+		f := cl.next()
+		var d event.ErrorData
+		decode(t, f, &d)
+		if f.Type != event.Error || d.Code != "no_leader" {
+			t.Errorf("%s with no holder: %s %+v, want error no_leader", raw, f.Type, d)
+		}
+	}
+}

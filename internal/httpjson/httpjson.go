@@ -86,7 +86,11 @@ func FromSession(err error) error {
 		e.RetryAfter = "1"
 		return e
 	case errors.As(err, &in):
-		return Errorf(http.StatusBadRequest, in.Code, in.Message)
+		status := http.StatusBadRequest
+		if in.Code == "too_large" { // the session's own cap on a message, as the door's body limit
+			status = http.StatusRequestEntityTooLarge
+		}
+		return Errorf(status, in.Code, in.Message)
 	case errors.As(err, &se):
 		status := http.StatusServiceUnavailable
 		if se.Code == hub.StorageFull {

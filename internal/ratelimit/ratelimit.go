@@ -46,3 +46,12 @@ func (b *Bucket) Take(now time.Time) (ok bool, wait time.Duration) {
 	}
 	return false, time.Duration(math.Ceil((1 - b.tokens) / b.rate * float64(time.Second)))
 }
+
+// Give returns a token taken for a request that did not count after all
+// (the webhook's refusal while no node holds the lease), up to Burst.
+func (b *Bucket) Give() {
+	if b == nil || b.rate <= 0 {
+		return
+	}
+	b.tokens = math.Min(b.burst, b.tokens+1)
+}

@@ -48,3 +48,28 @@ func TestBucketDisabled(t *testing.T) {
 		}
 	}
 }
+
+func TestGiveReturnsATokenUpToTheBurst(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	b := New(1, 2)
+	b.Take(t0)
+	b.Take(t0)
+	if ok, _ := b.Take(t0); ok {
+		t.Fatal("a third take within the burst of 2")
+	}
+	b.Give()
+	if ok, _ := b.Take(t0); !ok {
+		t.Fatal("the token given back was not there")
+	}
+	b.Give()
+	b.Give()
+	b.Give()
+	for i := range 2 {
+		if ok, _ := b.Take(t0); !ok {
+			t.Fatalf("take %d after giving back: refused", i+1)
+		}
+	}
+	if ok, _ := b.Take(t0); ok {
+		t.Fatal("giving back filled the bucket past its burst")
+	}
+}

@@ -47,7 +47,8 @@ function turnEndText(d) {
   const secs = typeof d.duration_ms === 'number' && d.duration_ms >= 100 ? ' after ' + (d.duration_ms / 1000).toFixed(1) + ' s' : '';
   switch (d.status) {
     case 'cancelled': return 'Cancelled' + secs + '.';
-    case 'interrupted': return 'Interrupted' + secs + ' (the server stopped while working).';
+    // The reason is the log's, the same on every node (a restart, a failover).
+    case 'interrupted': return 'Interrupted' + secs + (d.error ? ': ' + d.error + '.' : ' (the server stopped while working).');
     case 'error': return 'Error' + secs + ': ' + (d.error || 'the turn failed.');
     default: return (d.status || 'Ended') + secs + (d.error ? ': ' + d.error : '.');
   }

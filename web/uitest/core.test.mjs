@@ -111,6 +111,12 @@ assert(s.byKey.get('a:t11').partial && !s.byKey.get('a:t11').streaming);
 frame(s, ev(15, 'user', 't15', { channel: 'web', content: 'again' }));
 frame(s, ev(16, 'turn_end', 't15', { status: 'interrupted', duration_ms: 1000 }));
 assert.deepStrictEqual(kinds(s).slice(-1), ['turn_end:Interrupted after 1.0 s (the server stopped while working).']);
+// A turn cut by a failover says so, in the log's words (every node the same).
+frame(s, ev(17, 'user', 't17', { channel: 'web', content: 'more' }));
+frame(s, ev(18, 'turn_end', 't17', { status: 'interrupted', duration_ms: 1000,
+  error: 'the node running this reply stopped or lost the lease; another node took over' }));
+assert.deepStrictEqual(kinds(s).slice(-1),
+  ['turn_end:Interrupted after 1.0 s: the node running this reply stopped or lost the lease; another node took over.']);
 
 // 7. cancel only while busy and live
 s = Core.initialState();
