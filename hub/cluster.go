@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // Several nodes, one session. With Config.Cluster set, a node's hub starts
@@ -523,7 +524,7 @@ func (m *SessionManager) forward(ctx context.Context, op string, req, out any) e
 		default:
 			return err
 		}
-		wait(ctx, forwardRetry)
+		ctxsleep.Sleep(ctx, forwardRetry)
 		if ctx.Err() != nil {
 			if unknown {
 				return ErrNoAnswer
@@ -564,14 +565,4 @@ func (m *SessionManager) forwardOnce(ctx context.Context, op string, b []byte, o
 		return nil
 	}
 	return json.Unmarshal(w.Value, out)
-}
-
-// wait waits d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
