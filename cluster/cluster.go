@@ -76,6 +76,9 @@ var (
 	// ErrNoAnswer: the holder took a forwarded request and did not answer
 	// in time; it may have done it before it died.
 	ErrNoAnswer = errors.New("cluster: the lease holder did not answer in time")
+	// ErrBadRead: a file read from the object store did not hash to its
+	// name; nothing of it may be kept. Reading it again may succeed.
+	ErrBadRead = errors.New("cluster: the file read does not match its sha256")
 	// ErrNoFile: the object store has no file with that sha256.
 	ErrNoFile = errors.New("cluster: no such file")
 )

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -82,7 +83,29 @@ func (n *Node) PutNamedFile(ctx context.Context, sha, name string, r io.Reader) 
 // moment behind, a file not found is looked for again for up to a second
 // (a file just put on another node is found). An error also comes if the
 // content read does not hash to sha (w has had it written then).
+//
+// A read whose content does not match (ErrBadRead: seen under load, a
+// chunk the object store's consumer delivered again) is tried again, up
+// to three times in all; w gets the content once, when it is whole.
 func (n *Node) GetFile(ctx context.Context, sha string, w io.Writer) error {
+	var err error
+	for range badReadTries {
+		var buf bytes.Buffer
+		if err = n.getFileOnce(ctx, sha, &buf); err == nil {
+			_, err = buf.WriteTo(w)
+			return err
+		}
+		if !errors.Is(err, ErrBadRead) {
+			return err
+		}
+	}
+	return err
+}
+
+// badReadTries bounds the reads of a file whose content came back wrong.
+const badReadTries = 3
+
+func (n *Node) getFileOnce(ctx context.Context, sha string, w io.Writer) error {
 	rc, _, err := n.OpenFile(ctx, sha)
 	if err != nil {
 		return err
@@ -135,8 +158,11 @@ func (c *checkedFile) Read(p []byte) (int, error) {
 	c.h.Write(p[:m])
 	if err == io.EOF {
 		if got := hex.EncodeToString(c.h.Sum(nil)); got != c.sha {
-			return m, fmt.Errorf("cluster: get file %s: the content's sha256 is %s", c.sha, got)
+			return m, fmt.Errorf("cluster: get file %s: the content's sha256 is %s: %w", c.sha, got, ErrBadRead)
 		}
+	}
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		err = fmt.Errorf("cluster: get file %s: %w: %w", c.sha, ErrBadRead, err)
 	}
 	return m, err
 }

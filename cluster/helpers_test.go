@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +71,16 @@ const testSecret = "test-secret-0123456789"
 // closes the nodes when the test ends.
 func startNodes(t testing.TB, cfgs []Config) []*Node {
 	t.Helper()
+	nodes, err := tryNodes(t, cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+// tryNodes is startNodes that returns the first error (every node started
+// is closed when the test ends).
+func tryNodes(t testing.TB, cfgs []Config) ([]*Node, error) {
 	nodes := make([]*Node, len(cfgs))
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
@@ -87,18 +99,40 @@ func startNodes(t testing.TB, cfgs []Config) []*Node {
 			}
 		}
 	})
+	var all []string
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("start %s: %v", cfgs[i].Node, err)
+			all = append(all, fmt.Sprintf("start %s: %v", cfgs[i].Node, err))
 		}
 	}
-	return nodes
+	if len(all) > 0 {
+		for _, n := range nodes {
+			if n != nil {
+				n.Close()
+			}
+		}
+		return nil, errors.New(strings.Join(all, "; "))
+	}
+	return nodes, nil
 }
 
-// startCluster starts a size-node embedded cluster.
+// startCluster starts a size-node embedded cluster. Its route ports are
+// picked free and then bound by the nodes: another test package running
+// at the same time may take one in between, and then the cluster is
+// started again on other ports (the other nodes of that try fail only for
+// want of a quorum).
 func startCluster(t testing.TB, size int, ttl time.Duration) []*Node {
 	t.Helper()
-	return startNodes(t, clusterConfigs(t, size, ttl))
+	for try := 1; ; try++ {
+		nodes, err := tryNodes(t, clusterConfigs(t, size, ttl))
+		if err == nil {
+			return nodes
+		}
+		if try == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("try %d: %v; again on other ports", try, err)
+	}
 }
 
 // startSingle starts one embedded NATS node without routes (R1).

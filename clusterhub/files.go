@@ -139,6 +139,18 @@ func (f *Files) fetch(h string) error {
 	if !attachments.ValidHash(h) {
 		return nil
 	}
+	var err error
+	for range 3 {
+		if err = f.fetchOnce(h); !errors.Is(err, cluster.ErrBadRead) {
+			return err
+		}
+	}
+	return err
+}
+
+// fetchOnce is one try of fetch; cluster.ErrBadRead when what was read
+// did not match h (nothing of it is kept).
+func (f *Files) fetchOnce(h string) error {
 	if _, err := f.Local.Stat(h); !errors.Is(err, fs.ErrNotExist) {
 		return nil // here (or a local fault, which Stat and Open report)
 	}
