@@ -122,7 +122,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 func banner(stdout io.Writer, cfg config.Config, addr net.Addr) {
 	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
 		version, addr, cfg.DataDir, cfg.Agent.Backend)
-	if alone := onItsOwn(cfg); alone != "" {
+	if alone := clusterhub.OnItsOwn(cfg); alone != "" {
 		fmt.Fprintln(stdout, alone)
 	}
 }
