@@ -24,7 +24,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/backup"
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testchat"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testchat"
 )
 
 // lockedBuffer is a bytes.Buffer several goroutines may write.

@@ -7,14 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
-	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -38,24 +36,9 @@ func newClusterState(cfg config.Config, n *cluster.Node, a *app) *clusterState {
 }
 
 // watchSchedules tells this node's open Scheduled panels when the
-// holder's schedules change, until ctx ends: the holder's own scheduler
-// tells its clients (schedule.Options.Changed); every other node hears it
-// as a put of the replica in the state bucket.
+// holder's schedules change, until ctx ends (clusterhub.WatchSchedules).
 func (cs *clusterState) watchSchedules(ctx context.Context, changed func(), logger *slog.Logger) {
-	for {
-		err := cs.node.WatchState(ctx, clusterhub.KeySchedules, func() {
-			if !cs.leading.Load() {
-				changed()
-			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		logger.Warn("cluster: cannot watch the schedules for changes; trying again", "err", err, "retry_in", time.Second)
-		if !ctxsleep.Sleep(ctx, time.Second) {
-			return
-		}
-	}
+	clusterhub.WatchSchedules(ctx, cs.node, cs.leading.Load, changed, logger)
 }
 
 // schedReplicate is schedule.Options.Replicate: nil on a single node.

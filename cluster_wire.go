@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/cluster"
@@ -16,46 +15,6 @@ import (
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
-
-// clusterConfig is the cluster: block as package cluster takes it.
-func clusterConfig(cfg config.Config, getenv func(string) string) cluster.Config {
-	c := cfg.Cluster
-	cc := cluster.Config{Node: c.Node, Replicas: c.Replicas, LeaseTTL: time.Duration(c.LeaseTTLMS) * time.Millisecond,
-		URL: c.NATS.URL,
-		Embedded: cluster.Embedded{Listen: c.NATS.Embedded.Listen, ClusterListen: c.NATS.Embedded.ClusterListen,
-			Routes: c.NATS.Embedded.Routes, StoreDir: c.NATS.Embedded.StoreDir}}
-	if c.NATS.TokenEnv != "" {
-		cc.Token = getenv(c.NATS.TokenEnv)
-	}
-	if c.NATS.CredsEnv != "" {
-		cc.CredsFile = getenv(c.NATS.CredsEnv)
-	}
-	if c.NATS.Embedded.SecretEnv != "" {
-		cc.Embedded.Secret = getenv(c.NATS.Embedded.SecretEnv)
-	}
-	return cc
-}
-
-// clusterSecretSet checks that the variable cluster.nats.embedded.secret_env
-// names holds the secret (at start and in check-config).
-func clusterSecretSet(cfg config.Config, getenv func(string) string) error {
-	if e := cfg.Cluster.NATS.Embedded.SecretEnv; e != "" && cfg.Cluster.NATS.URL == "" && getenv(e) == "" {
-		return fmt.Errorf("cluster.nats.embedded.secret_env: the environment variable %s is empty or unset", e)
-	}
-	return nil
-}
-
-// onItsOwn is the start-up banner's warning for a cluster node with its
-// embedded NATS and no routes: it forms a one-node desk of its own, which
-// the other nodes (whose routes may still list it) do not reach. "" for
-// any other node.
-func onItsOwn(cfg config.Config) string {
-	c := cfg.Cluster
-	if !c.Enabled() || c.NATS.URL != "" || len(c.NATS.Embedded.Routes) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("cluster node %s is on its own: no routes (cluster.nats.embedded.routes), so this is a one-node desk of its own that other nodes do not reach", c.Node)
-}
 
 // joinCluster joins the cluster when cluster.node is set (startCluster);
 // nil on a single node.
@@ -89,10 +48,10 @@ func startRunner(ctx context.Context, cfg config.Config, node *cluster.Node, a *
 // up, the log stream bound, this data directory checked against it and
 // given the cluster's session id.
 func startCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {
-	if err := clusterSecretSet(cfg, getenv); err != nil {
+	if err := clusterhub.CheckSecret(cfg, getenv); err != nil {
 		return nil, err
 	}
-	n, err := cluster.Start(ctx, clusterConfig(cfg, getenv), logger)
+	n, err := cluster.Start(ctx, clusterhub.FromConfig(cfg, getenv), logger)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/frontdesk-hq/frontdesk/backup"
+	"github.com/frontdesk-hq/frontdesk/datadir"
 )
 
 const backupUsage = `usage: frontdesk backup -o FILE.tar.gz [-config FILE] [-data DIR]
@@ -53,7 +54,7 @@ func runBackup(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := backup.NewLayout(cfg, indexPath(cfg))
+	l, err := backup.NewLayout(cfg, datadir.IndexPath(cfg))
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/cluster"
+	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/embed"
 )
@@ -35,10 +36,10 @@ func checkCluster(ctx context.Context, cfg config.Config, getenv func(string) st
 	if !cfg.Cluster.Enabled() {
 		return nil
 	}
-	if err := clusterSecretSet(cfg, getenv); err != nil {
+	if err := clusterhub.CheckSecret(cfg, getenv); err != nil {
 		return err
 	}
-	lines, err := cluster.Check(ctx, clusterConfig(cfg, getenv))
+	lines, err := cluster.Check(ctx, clusterhub.FromConfig(cfg, getenv))
 	for _, l := range lines {
 		fmt.Fprintln(stdout, l)
 	}

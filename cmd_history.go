@@ -2,22 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/config"
-	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/offline"
 )
 
 const historyUsage = `usage: frontdesk history recent [-n 20] [flags]
@@ -104,7 +99,7 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	env := historyEnv{
 		cfg: cfg, r: history.NewReader(path), words: words, stderr: stderr,
-		out: &historyOut{w: stdout, note: stderr, json: *asJSON, width: termWidth(getenv)},
+		out: &offline.Printer{W: stdout, Note: stderr, JSON: *asJSON, Width: termWidth(getenv)},
 	}
 	st, err := cmd.run(env)
 	if err != nil {
@@ -127,7 +122,7 @@ type historyCmd interface {
 type historyEnv struct {
 	cfg    config.Config
 	r      *history.Reader
-	out    *historyOut
+	out    *offline.Printer
 	stderr io.Writer
 	words  []string // the arguments that are not flags (search's query)
 }
@@ -144,7 +139,7 @@ func (c *historyRecent) run(env historyEnv) (history.Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	return st, env.out.events(evs)
+	return st, env.out.Events(evs)
 }
 
 type historyRange struct {
@@ -178,7 +173,7 @@ func (c *historyRange) run(env historyEnv) (history.Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	if err := env.out.events(evs); err != nil {
+	if err := env.out.Events(evs); err != nil {
 		return st, err
 	}
 	if truncated {
@@ -201,7 +196,7 @@ func (c *historySearch) run(env historyEnv) (history.Stats, error) {
 	if strings.TrimSpace(q) == "" {
 		return none, errors.New("history search: missing QUERY (see frontdesk history -h)")
 	}
-	oh := newOfflineHistory(env.cfg, env.stderr)
+	oh := offline.NewHistory(env.cfg, env.stderr)
 	defer oh.Close()
 	res, err := oh.SearchIndex(context.Background(), q, index.Options{Limit: c.limit})
 	if err != nil {
@@ -210,7 +205,7 @@ func (c *historySearch) run(env historyEnv) (history.Stats, error) {
 	if res.Mode == index.ModeOr && len(res.Hits) > 0 {
 		fmt.Fprintln(env.stderr, "frontdesk: no message has every word; showing the best partial matches")
 	}
-	return none, env.out.hits(res.Hits)
+	return none, env.out.Hits(res.Hits)
 }
 
 // maxSearchLimit bounds history search -limit.
@@ -243,180 +238,4 @@ func termWidth(getenv func(string) string) int {
 		return n
 	}
 	return 100
-}
-
-// historyOut prints events or hits as a table or as NDJSON.
-type historyOut struct {
-	w     io.Writer
-	note  io.Writer // where "no events" goes, so that stdout stays clean
-	json  bool
-	width int
-}
-
-func (o *historyOut) events(evs []event.Event) error {
-	if o.json {
-		return writeNDJSON(o.w, evs)
-	}
-	if len(evs) == 0 {
-		fmt.Fprintln(o.note, "frontdesk: no events")
-		return nil
-	}
-	rows := make([][5]string, len(evs))
-	for i, e := range evs {
-		who, text := describe(e)
-		rows[i] = [5]string{strconv.FormatInt(e.Seq, 10), localTime(e.TS.Std()), string(e.Type), who, text}
-	}
-	return o.table([5]string{"SEQ", "TIME", "TYPE", "CHANNEL", "TEXT"}, rows)
-}
-
-func (o *historyOut) hits(hits []index.Hit) error {
-	if o.json {
-		return writeNDJSON(o.w, hits)
-	}
-	if len(hits) == 0 {
-		fmt.Fprintln(o.note, "frontdesk: no matches")
-		return nil
-	}
-	rows := make([][5]string, len(hits))
-	for i, h := range hits {
-		seq := strconv.FormatInt(h.Seq, 10)
-		if h.Type == index.TypeMemory {
-			seq = "-"
-		}
-		rows[i] = [5]string{seq, localTime(h.TS), h.Type, channelFrom(h.Channel, h.From), h.Snippet}
-	}
-	return o.table([5]string{"SEQ", "TIME", "TYPE", "CHANNEL", "MATCH"}, rows)
-}
-
-func writeNDJSON[T any](w io.Writer, vs []T) error {
-	enc := json.NewEncoder(w)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// table prints rows aligned, the last column cut so that a row fits in
-// o.width.
-func (o *historyOut) table(head [5]string, rows [][5]string) error {
-	const gap = 2
-	prefix := 0
-	for c := range 4 {
-		w := utf8.RuneCountInString(head[c])
-		for _, r := range rows {
-			w = max(w, utf8.RuneCountInString(r[c]))
-		}
-		prefix += w + gap
-	}
-	room := max(o.width-prefix, 10)
-	tw := tabwriter.NewWriter(o.w, 0, 0, gap, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(head[:], "\t"))
-	for _, r := range rows {
-		r[4] = cut(flatten(r[4]), room)
-		fmt.Fprintln(tw, strings.Join(r[:], "\t"))
-	}
-	return tw.Flush()
-}
-
-// describe returns an event's channel column and text.
-func describe(e event.Event) (who, text string) {
-	switch e.Type {
-	case event.User, event.Assistant:
-		if m, ok := e.Message(); ok {
-			if m.Partial {
-				return "", m.Content + " [partial]"
-			}
-			if e.Type == event.User && history.Queued(e) {
-				return channelFrom(m.Channel, m.From), "[queued] " + m.Content
-			}
-			return channelFrom(m.Channel, m.From), m.Content
-		}
-	case event.ToolCall:
-		var d event.ToolCallData
-		if e.Decode(&d) == nil {
-			return "", d.Name + " " + string(d.Args)
-		}
-	case event.ToolResult:
-		var d event.ToolResultData
-		if e.Decode(&d) == nil {
-			if d.Error != "" {
-				return "", d.Name + " failed: " + d.Error
-			}
-			return "", d.Name + ": " + d.Output
-		}
-	case event.TurnStart:
-		var d event.TurnStartData
-		if e.Decode(&d) == nil {
-			return "", fmt.Sprintf("queued input #%d started after waiting %s", d.InputSeq, (time.Duration(d.WaitedMS) * time.Millisecond).String())
-		}
-	case event.TurnEnd:
-		var d event.TurnEndData
-		if e.Decode(&d) == nil {
-			s := fmt.Sprintf("%s in %s", d.Status, (time.Duration(d.DurationMS) * time.Millisecond).String())
-			if d.Error != "" {
-				s += ": " + d.Error
-			}
-			return "", s
-		}
-	case event.Notice:
-		var d event.TextData
-		if e.Decode(&d) == nil {
-			return "", d.Text
-		}
-	case event.Reset:
-		var d event.ResetData
-		if e.Decode(&d) == nil {
-			return "", fmt.Sprintf("%s, kept %d exchanges", d.Reason, d.Kept)
-		}
-	}
-	return "", string(e.Data)
-}
-
-func channelFrom(channel, from string) string {
-	if from == "" {
-		return channel
-	}
-	return channel + ":" + from
-}
-
-// localTime is t in the local zone, to the second.
-func localTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format(time.RFC3339)
-}
-
-// flatten turns runs of whitespace and control characters (a tab would
-// break the table) into single spaces.
-func flatten(s string) string {
-	var sb strings.Builder
-	space := false
-	for _, r := range strings.TrimSpace(s) {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			space = true
-			continue
-		}
-		if space {
-			sb.WriteByte(' ')
-			space = false
-		}
-		sb.WriteRune(r)
-	}
-	return sb.String()
-}
-
-// cut shortens s to n runes, the last one "…" if it cut.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for range n - 1 {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s[:i] + "…"
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 )
 
 var historyT0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

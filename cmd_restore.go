@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/frontdesk-hq/frontdesk/backup"
+	"github.com/frontdesk-hq/frontdesk/datadir"
 )
 
 // runRestore runs "frontdesk restore …"; args are those after "restore".
@@ -33,7 +34,7 @@ func runRestore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := backup.NewLayout(cfg, indexPath(cfg))
+	l, err := backup.NewLayout(cfg, datadir.IndexPath(cfg))
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/vtscreen"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/vtscreen"
 )
 
 // term is the frontdesk binary running in a pseudo-terminal, as an

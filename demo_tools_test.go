@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testnpm"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testnpm"
 )
 
 // The README's "Try an approval offline", with the real binary: the demo

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testmetrics"
 )
 
 // TestMetricsAnswerIsItSlow drives the real binary through a plain turn, a

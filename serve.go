@@ -22,6 +22,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -121,7 +122,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 func banner(stdout io.Writer, cfg config.Config, addr net.Addr) {
 	fmt.Fprintf(stdout, "frontdesk %s listening on http://%s (data in %s, agent %s)\n",
 		version, addr, cfg.DataDir, cfg.Agent.Backend)
-	if alone := onItsOwn(cfg); alone != "" {
+	if alone := clusterhub.OnItsOwn(cfg); alone != "" {
 		fmt.Fprintln(stdout, alone)
 	}
 }
@@ -191,7 +192,7 @@ func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logg
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
 	}
-	if st.search, err = openIndex(cfg, logSeq, st.items, getenv, logger); err != nil {
+	if st.search, err = datadir.OpenIndex(cfg, logSeq, st.items, getenv, logger); err != nil {
 		st.close()
 		return nil, err
 	}

@@ -40,7 +40,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testmetrics"
 )
 
 func soakEnv(t *testing.T, name string, def time.Duration) time.Duration {

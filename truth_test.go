@@ -16,7 +16,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 )
 
 // shown is every event of the shared stream that WebSocket clients were

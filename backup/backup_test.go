@@ -10,7 +10,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/testchat"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testchat"
 )
 
 // layoutOf is the default layout of the data directory dir.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 )
 
@@ -185,4 +187,26 @@ func answerSchedules(v any, err error) ([]byte, error) {
 		w.Value = b
 	}
 	return json.Marshal(w)
+}
+
+// WatchSchedules tells this node's open Scheduled panels when the
+// holder's schedules change, until ctx ends: the holder's own scheduler
+// tells its clients (schedule.Options.Changed); every other node hears it
+// as a put of the replica in the state bucket. leading says whether this
+// node holds the lease (its scheduler then tells its clients itself).
+func WatchSchedules(ctx context.Context, n *cluster.Node, leading func() bool, changed func(), logger *slog.Logger) {
+	for {
+		err := n.WatchState(ctx, KeySchedules, func() {
+			if !leading() {
+				changed()
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("cluster: cannot watch the schedules for changes; trying again", "err", err, "retry_in", time.Second)
+		if !ctxsleep.Sleep(ctx, time.Second) {
+			return
+		}
+	}
 }

@@ -52,3 +52,15 @@ func (c *Config) validateSearch(bad badFunc) {
 		bad("search.embeddings.batch", "%d: use 1 to 2048 texts a request (default 64)", e.Batch)
 	}
 }
+
+// Memory configures the memory files.
+type Memory struct {
+	// Dir holds short_term.md and items.json (the long-term memory
+	// items). Default <data_dir>/memory.
+	Dir string `yaml:"dir"`
+	// ContextTokens bounds the memory items put into each turn's context
+	// (about 4 bytes a token), newest and most used first; the rest are
+	// found with history_search type:memory. -1 puts all of them in.
+	// Default 2000.
+	ContextTokens int `yaml:"context_tokens"`
+}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/benchcorpus"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/benchcorpus"
 )
 
 // benchCorpusPath returns the benchmark corpus's live file (see

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
 // BenchmarkRecentFromBuffer measures history_get_recent(20) when the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
 // memStream is a replicated log stand-in: one sequence, an append names

@@ -14,8 +14,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
-	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testmetrics"
 )
 
 // streamSearchAgent streams one delta, calls history_search, and replies.

@@ -11,7 +11,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 // recorder is an agent that reports every request it runs and answers

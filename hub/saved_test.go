@@ -8,7 +8,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
 // A reply whose assistant event reached the disk but whose turn_end did

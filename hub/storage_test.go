@@ -12,10 +12,10 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
-	"github.com/frontdesk-hq/frontdesk/internal/testlog"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testlog"
 )
 
 // bigInput is more than a tmpfs page, so it cannot slip into the unused

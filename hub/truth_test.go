@@ -11,7 +11,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
 // switchLog is the real chat log with writes of the chosen types failing

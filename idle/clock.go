@@ -10,7 +10,7 @@ import (
 // real sockets cannot (a bubble's clock only moves when every goroutine in
 // it is durably blocked), nor can a hub on a real chat log (lumberjack's
 // mill goroutine never exits, which a bubble refuses): those use
-// internal/fakeclock.
+// internal/testkit/fakeclock.
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer

@@ -74,7 +74,7 @@ func (w *Watch) Stop() {
 
 // stop disarms the timer and drains a value it sent that nobody received.
 // Since Go 1.23 a stopped *time.Timer never delivers a stale value, but
-// internal/fakeclock's timers (and older ones) keep it in the channel's
+// internal/testkit/fakeclock's timers (and older ones) keep it in the channel's
 // buffer: only the owner
 // of the Watch receives from C, so a non-blocking receive here empties it.
 // If Stop returns true the timer had not fired and there is nothing to drain.

@@ -13,11 +13,11 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/internal/benchcorpus"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/benchcorpus"
 )
 
 // The index benchmarks share one build over the 1M-event corpus
-// (internal/benchcorpus), made once per process in a temp dir:
+// (internal/testkit/benchcorpus), made once per process in a temp dir:
 //
 //   - build: a new index takes every event but the last 100,000 messages'
 //     worth, read from the log with Reader.Since and added in the

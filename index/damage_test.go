@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 )
 
 // TestDamagedMiddleIsFoundAtOpenAndRebuilt damages pages in the middle of

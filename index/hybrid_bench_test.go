@@ -14,7 +14,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/internal/benchcorpus"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/benchcorpus"
 )
 
 // BenchmarkHybridSearch builds an index of the first 100,000 messages of

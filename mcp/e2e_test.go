@@ -22,7 +22,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testnpm"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testnpm"
 	"github.com/frontdesk-hq/frontdesk/mcp"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/internal/limithits"
-	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testmetrics"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"

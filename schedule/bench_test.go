@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 const benchSchedules = 10000

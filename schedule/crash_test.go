@@ -9,8 +9,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
 // TestCrashBetweenRecordAndRun stops the scheduler dead after a firing is

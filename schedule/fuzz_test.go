@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 // FuzzSpec feeds the body of POST /api/schedules (and the tool's

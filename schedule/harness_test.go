@@ -18,7 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 // rig is a real session (hub, chat log, WebSocket server) with a

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 // replica is an Options.Replicate that keeps the last bytes and fails on

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 // TestOpenKeepsADamagedFileAside: a schedules.json that is garbage, cut

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 )
 
 // TestServerZoneByName: the default zone is shown by its IANA name — from

@@ -16,7 +16,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 

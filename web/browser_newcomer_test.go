@@ -24,7 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 )
 

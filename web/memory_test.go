@@ -16,8 +16,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )

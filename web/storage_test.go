@@ -18,9 +18,9 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
-	"github.com/frontdesk-hq/frontdesk/internal/testlog"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testlog"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/vtscreen"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/vtscreen"
 )
 
 // sized answers "go <n> <tag>" with a reply exactly n columns wide that

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdesk-hq/frontdesk/internal/fakeclock"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeclock"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 )
 
 // longBody is more than a tmpfs page: on a full disk it cannot slip into

@@ -17,8 +17,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testagent"
-	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testmetrics"
 )
 
 type clock struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
-	"github.com/frontdesk-hq/frontdesk/internal/testmetrics"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testmetrics"
 )
 
 // clock is a settable clock for the rate limiter.

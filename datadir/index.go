@@ -1,4 +1,8 @@
-package main
+// Package datadir opens what a data directory holds beside the chat log and is
+// derived from it: the search index (its file, its follower, the memory
+// items it indexes). The server, frontdesk backup/restore and the offline
+// reads of package offline share it, so that they agree on where it lives.
+package datadir
 
 import (
 	"log/slog"
@@ -11,21 +15,21 @@ import (
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
-// indexPath is the search index's file: derived from the chat log, so it
+// IndexPath is the search index's file: derived from the chat log, so it
 // lives beside the data and may be deleted at any time.
-func indexPath(cfg config.Config) string {
+func IndexPath(cfg config.Config) string {
 	return filepath.Join(cfg.DataDir, index.FileName)
 }
 
-// openIndex opens the search index and its Follower, which catches up
+// OpenIndex opens the search index and its Follower, which catches up
 // from the chat log (logSeq is the log's newest seq) once Run starts.
 // With search.embeddings.base_url set it also embeds for search by
 // meaning (README "Search and recall").
-func openIndex(cfg config.Config, logSeq int64, items *memory.Items, getenv func(string) string, logger *slog.Logger) (*index.Follower, error) {
+func OpenIndex(cfg config.Config, logSeq int64, items *memory.Items, getenv func(string) string, logger *slog.Logger) (*index.Follower, error) {
 	opts := index.FollowerOptions{
-		Path:   indexPath(cfg),
+		Path:   IndexPath(cfg),
 		Log:    history.NewReader(cfg.Session.ChatLogPath).Since,
-		Memory: memoryDocs(items),
+		Memory: MemoryDocs(items),
 		LogSeq: logSeq,
 		Logger: logger,
 	}
@@ -44,9 +48,9 @@ func openIndex(cfg config.Config, logSeq int64, items *memory.Items, getenv func
 	return index.NewFollower(opts)
 }
 
-// memoryDocs reads the long-term memory items as index documents, one an
+// MemoryDocs reads the long-term memory items as index documents, one an
 // item (memory.Doc: its id, then its text).
-func memoryDocs(items *memory.Items) index.MemorySource {
+func MemoryDocs(items *memory.Items) index.MemorySource {
 	return func() ([]index.Doc, error) {
 		list := items.List()
 		docs := make([]index.Doc, len(list))

@@ -1,4 +1,8 @@
-package main
+// Package offline reads a data directory without the server (which may be
+// running or stopped): History is the history tools' source for
+// `frontdesk mcp` and the search of `frontdesk history search`; Printer
+// prints events and hits for `frontdesk history`.
+package offline
 
 import (
 	"context"
@@ -9,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -16,7 +21,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
-// offlineHistory reads a data directory without the server (which may be
+// History reads a data directory without the server (which may be
 // running or stopped): the history tools' source for `frontdesk mcp`, and
 // the search of `frontdesk history search`. It searches through the index
 // file, opened read-only, when there is a usable one; else through an index
@@ -24,7 +29,7 @@ import (
 // log on each search. It says on note which it did, and when the index
 // file is behind the log. Safe for concurrent use (an MCP client may call
 // tools at once).
-type offlineHistory struct {
+type History struct {
 	cfg  config.Config
 	r    *history.Reader
 	note io.Writer
@@ -34,14 +39,15 @@ type offlineHistory struct {
 	mem bool // ix is the in-memory fallback
 }
 
-var _ hub.HistorySource = (*offlineHistory)(nil)
+var _ hub.HistorySource = (*History)(nil)
 
-func newOfflineHistory(cfg config.Config, note io.Writer) *offlineHistory {
-	return &offlineHistory{cfg: cfg, r: history.NewReader(cfg.Session.ChatLogPath), note: note}
+// NewHistory reads the data directory of cfg; it says on note what it searches.
+func NewHistory(cfg config.Config, note io.Writer) *History {
+	return &History{cfg: cfg, r: history.NewReader(cfg.Session.ChatLogPath), note: note}
 }
 
 // Close closes the index, if one was opened.
-func (o *offlineHistory) Close() {
+func (o *History) Close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ix != nil {
@@ -50,13 +56,13 @@ func (o *offlineHistory) Close() {
 }
 
 // Recent returns the newest n events of the chat log.
-func (o *offlineHistory) Recent(_ context.Context, n int) ([]event.Event, error) {
+func (o *History) Recent(_ context.Context, n int) ([]event.Event, error) {
 	evs, _, err := o.r.Recent(n)
 	return evs, err
 }
 
 // Range returns the events between from and to, as hub.SessionManager.Range.
-func (o *offlineHistory) Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error) {
+func (o *History) Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error) {
 	f, err := history.ParseBound(from)
 	if err != nil {
 		return nil, false, &hub.BadBoundError{Name: "from", Err: err}
@@ -70,7 +76,7 @@ func (o *offlineHistory) Range(ctx context.Context, from, to string, limit int) 
 }
 
 // SearchIndex runs query.
-func (o *offlineHistory) SearchIndex(ctx context.Context, query string, opts index.Options) (index.Result, error) {
+func (o *History) SearchIndex(ctx context.Context, query string, opts index.Options) (index.Result, error) {
 	if _, err := index.ParseQuery(query); err != nil {
 		return index.Result{}, err
 	}
@@ -85,7 +91,7 @@ func (o *offlineHistory) SearchIndex(ctx context.Context, query string, opts ind
 			return o.fileResult(ctx, res, err)
 		}
 		// Damage a query read: answer from the log, as with no index.
-		fmt.Fprintf(o.note, "frontdesk: the index %s is damaged (%v); scanning the chat log\n", indexPath(o.cfg), err)
+		fmt.Fprintf(o.note, "frontdesk: the index %s is damaged (%v); scanning the chat log\n", datadir.IndexPath(o.cfg), err)
 		o.ix.Close()
 		o.useMemory()
 	}
@@ -97,7 +103,7 @@ func (o *offlineHistory) SearchIndex(ctx context.Context, query string, opts ind
 
 // fileResult completes the answer of a search of the index file: how far
 // it is behind the log.
-func (o *offlineHistory) fileResult(ctx context.Context, res index.Result, err error) (index.Result, error) {
+func (o *History) fileResult(ctx context.Context, res index.Result, err error) (index.Result, error) {
 	if err != nil {
 		return res, err
 	}
@@ -114,8 +120,8 @@ func (o *offlineHistory) fileResult(ctx context.Context, res index.Result, err e
 
 // open opens the index file read-only if it is usable, else an empty
 // in-memory index that catchUp fills.
-func (o *offlineHistory) open(ctx context.Context) {
-	path := indexPath(o.cfg)
+func (o *History) open(ctx context.Context) {
+	path := datadir.IndexPath(o.cfg)
 	ix, err := index.OpenReadOnly(path)
 	if err == nil {
 		if _, err = ix.LastSeq(ctx); err == nil {
@@ -134,7 +140,7 @@ func (o *offlineHistory) open(ctx context.Context) {
 }
 
 // useMemory switches to an empty in-memory index that catchUp fills.
-func (o *offlineHistory) useMemory() {
+func (o *History) useMemory() {
 	var err error
 	if o.ix, err = index.OpenMemory(); err != nil {
 		panic(fmt.Sprintf("in-memory index: %v", err)) // no file involved: a broken build
@@ -144,7 +150,7 @@ func (o *offlineHistory) useMemory() {
 
 // catchUp adds what the log holds past the in-memory index, and long-term
 // memory.
-func (o *offlineHistory) catchUp(ctx context.Context) error {
+func (o *History) catchUp(ctx context.Context) error {
 	last, err := o.ix.LastSeq(ctx)
 	if err != nil {
 		return err
@@ -168,7 +174,7 @@ func (o *offlineHistory) catchUp(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
-	docs, err := memoryDocs(items)()
+	docs, err := datadir.MemoryDocs(items)()
 	if err != nil {
 		return nil
 	}
