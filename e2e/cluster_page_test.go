@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The cluster as a person sees it: /api/session's nodes with their public
 // URLs and whether they are up, and a web page whose node dies moving to a
