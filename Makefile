@@ -29,7 +29,7 @@ bench:
 SOAK_DURATION ?= 10m
 SOAK_TIMEOUT  ?= 2h
 soak:
-	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -run '^TestSoak$$' -count=1 -timeout $(SOAK_TIMEOUT) -v .
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -run '^TestSoak$$' -count=1 -timeout $(SOAK_TIMEOUT) -v ./e2e
 
 # Every native fuzz target (func FuzzXxx in a _test.go file), FUZZTIME each,
 # one after another. Their seeds also run in `make test`; a crasher is kept

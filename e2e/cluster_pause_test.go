@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -46,7 +46,7 @@ func (c *testCluster) leaderOtherThan(skip int, within time.Duration) int {
 // turnOf finds the user event with client_msg_id id in node i's chat log
 // and reports whether its turn has a turn_end there.
 func (c *testCluster) turnOf(i int, id string) (user *event.Event, ended bool) {
-	evs := readChatLog(c.t, c.nodes[i].dir)
+	evs := readChatLog(c.t, c.nodes[i].data)
 	for k, e := range evs {
 		if e.Type != event.User {
 			continue
@@ -97,7 +97,7 @@ func (c *testCluster) closedOrAbsent(i int, id string, within time.Duration) (st
 // reason) by the holder within the failover time; no_leader means it is
 // not in the log — and the nodes agree afterwards.
 func TestClusterPausedHolderCannotAppend(t *testing.T) {
-	c := newTestCluster(t, "")
+	c := newTestCluster(t, clusterOpts{})
 	for round := range 2 {
 		h := c.holder()
 		c.idle()
@@ -141,7 +141,7 @@ func TestClusterPausedHolderCannotAppend(t *testing.T) {
 // input is either not in the log or in it and run or closed; and a
 // resend with the same client_msg_id leaves it in the log once.
 func TestClusterTimedOutAppendIsNotNothingSaved(t *testing.T) {
-	c := newTestCluster(t, "")
+	c := newTestCluster(t, clusterOpts{})
 	h := c.holder()
 	c.idle()
 	var others []int
@@ -185,7 +185,7 @@ func TestClusterTimedOutAppendIsNotNothingSaved(t *testing.T) {
 		t.Fatal("the resend was acknowledged but is not in the log")
 	}
 	n := 0
-	for _, e := range readChatLog(t, c.nodes[h].dir) {
+	for _, e := range readChatLog(t, c.nodes[h].data) {
 		var d event.UserData
 		if e.Type == event.User && e.Decode(&d) == nil && d.ClientMsgID == "nq-1" {
 			n++

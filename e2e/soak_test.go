@@ -1,6 +1,6 @@
 //go:build soak
 
-package main
+package e2e
 
 // The soak: `make soak` (never part of `make test` or CI). For
 // SOAK_DURATION (default 10m) it runs the real binary with SOAK_CLIENTS

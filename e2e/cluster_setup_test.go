@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -242,7 +242,7 @@ func (c *testCluster) stillServing(t *testing.T, id string) {
 // refusal once, and check-config says the routes refused it); one whose
 // NATS port is in use (check-config knows it too).
 func TestClusterSetupMistakes(t *testing.T) {
-	c := newTestCluster(t, "")
+	c := newTestCluster(t, clusterOpts{})
 	c.holder()
 	secret := strings.TrimPrefix(testNATSEnv[0], testNATSSecretEnv+"=")
 	for _, n := range c.nodes {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The cluster as a person sees it: /api/session's nodes with their public
 // URLs and whether they are up, and a web page whose node dies moving to a
@@ -55,7 +55,7 @@ func (c *testCluster) waitNodes(i int, want string, d time.Duration) time.Durati
 // (its URL kept) by the others within a few seconds, and alive again once
 // it is back.
 func TestClusterNodesAlive(t *testing.T) {
-	c := newPublicCluster(t, "")
+	c := newTestCluster(t, clusterOpts{public: true})
 	h := c.holder()
 	view := func(dead int) string {
 		var words []string
@@ -85,7 +85,7 @@ func TestClusterNodesAlive(t *testing.T) {
 func TestClusterPageMovesToLiveNode(t *testing.T) {
 	const token = "page-move-test-token-0123456789"
 	t.Setenv("FRONTDESK_PAGE_TEST_TOKEN", token)
-	c := newPublicCluster(t, "server: {auth_token_env: FRONTDESK_PAGE_TEST_TOKEN}\n")
+	c := newTestCluster(t, clusterOpts{public: true, extra: "server: {auth_token_env: FRONTDESK_PAGE_TEST_TOKEN}\n"})
 	c.token = token
 	h := c.holder()
 	f := (h + 1) % 3 // the tab's node: a follower, so that the holder runs on
@@ -154,7 +154,7 @@ func TestClusterPageMovesToLiveNode(t *testing.T) {
 	if to < 0 || to == f {
 		t.Fatalf("the tab is at %s, want a live node's public URL", where.Href)
 	}
-	if users, ends := inputRan(t, c.nodes[to].dir, "are you still there"); users != 1 || ends != 1 {
+	if users, ends := inputRan(t, c.nodes[to].data, "are you still there"); users != 1 || ends != 1 {
 		t.Errorf("%s's chat log holds the message %d times and %d turn ends for it, want once and one", c.nodes[to].name, users, ends)
 	}
 }

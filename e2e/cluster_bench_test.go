@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -89,8 +89,9 @@ func BenchmarkIdleRSS(b *testing.B) {
 	for sc.Scan() && !strings.Contains(sc.Text(), "listening on") {
 	}
 	go io.Copy(io.Discard, stdout)
-	nodes := startTrio(b, "")
-	trioHolder(b, nodes)
+	c := newTestCluster(b, clusterOpts{})
+	c.holder()
+	nodes := c.nodes
 	time.Sleep(idleSettle)
 	b.ReportMetric(rssMB(b, single.Process.Pid), "single-node-MB")
 	var sum, most float64

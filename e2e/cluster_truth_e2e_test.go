@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // single node does (it asks the log's last seq), instead of parking the
 // client and then telling it nothing was missed.
 func TestClusterSinceBeyondTheLogIsNotGapless(t *testing.T) {
-	c := newTestCluster(t, "")
+	c := newTestCluster(t, clusterOpts{})
 	h := c.holder()
 	if code, body, err := c.postInput(h, "hello cluster", "since-1", true); err != nil || code != http.StatusOK {
 		t.Fatalf("input: %d %s %v", code, body, err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("FRONTDESK_CLUSTER_KILLS")); err == nil && v > 0 {
 		kills = v
 	}
-	c := newTestCluster(b, "channels: {webhook: {rate_per_sec: 1000, rate_burst: 1000}}\n")
+	c := newTestCluster(b, clusterOpts{extra: "channels: {webhook: {rate_per_sec: 1000, rate_burst: 1000}}\n"})
 	in := newInputs(c)
 	var took, client []time.Duration
 	for b.Loop() {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -145,7 +145,7 @@ channels:
 
 	// Every frontdesk metric is documented in the README's Metrics
 	// section, and the Grafana dashboard asks only for metrics that exist.
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ channels:
 			t.Errorf("%s is on /metrics but not in the README's Metrics section", m[1])
 		}
 	}
-	dash, err := os.ReadFile("contrib/grafana-frontdesk.json")
+	dash, err := os.ReadFile(filepath.Join(repoRoot, "contrib", "grafana-frontdesk.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

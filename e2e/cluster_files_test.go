@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"archive/tar"
@@ -19,75 +19,6 @@ import (
 	"github.com/frontdesk-hq/frontdesk/history"
 )
 
-// trioNode is one frontdesk process of a three-node cluster on loopback,
-// each with its embedded NATS server.
-type trioNode struct {
-	name, dir, url string
-	p              *proc
-}
-
-// startTrio starts three nodes n1..n3 of one cluster at once (each waits
-// for the others to form JetStream) and returns them once every one
-// listens. extra is YAML added to each node's config (say, an agent).
-func startTrio(tb testing.TB, extra string) []*trioNode {
-	tb.Helper()
-	root := tb.TempDir()
-	ports := freePorts(tb, 3) // cluster_listen per node
-	nodes := make([]*trioNode, 3)
-	for i := range nodes {
-		var routes []string
-		for j := range nodes {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[j]))
-			}
-		}
-		name := fmt.Sprintf("n%d", i+1)
-		dir := filepath.Join(root, name)
-		os.MkdirAll(dir, 0o700)
-		cfg := fmt.Sprintf("data_dir: %s\nserver: {addr: \"127.0.0.1:0\"}\n%s\ncluster:\n  node: %s\n  nats:\n    embedded:\n%s",
-			filepath.Join(dir, "data"), extra, name, testNATSConfig(ports[i], routes))
-		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-		nodes[i] = &trioNode{name: name, dir: dir, p: spawn(tb, dir, testNATSEnv, nil, "-config", filepath.Join(dir, "config.yaml"))}
-	}
-	for _, n := range nodes {
-		n.p.await(tb, 60*time.Second)
-		n.url = n.p.url
-	}
-	return nodes
-}
-
-// trioHolder waits until the three nodes agree on a lease holder and
-// returns its index.
-func trioHolder(tb testing.TB, nodes []*trioNode) int {
-	tb.Helper()
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		seen := map[string]bool{}
-		for _, n := range nodes {
-			var s struct {
-				Cluster struct{ Leader string } `json:"cluster"`
-			}
-			resp, err := http.Get(n.url + "/api/session")
-			if err != nil {
-				tb.Fatal(err)
-			}
-			json.NewDecoder(resp.Body).Decode(&s)
-			resp.Body.Close()
-			seen[s.Cluster.Leader] = true
-		}
-		if len(seen) == 1 && !seen[""] {
-			for i, n := range nodes {
-				if seen[n.name] {
-					return i
-				}
-			}
-		}
-	}
-	tb.Fatal("the nodes did not agree on a lease holder within 30 s")
-	return -1
-}
-
 // uploadTo posts body as an attachment named name to a node.
 func uploadTo(t *testing.T, url, name string, body []byte) string {
 	t.Helper()
@@ -105,8 +36,8 @@ func uploadTo(t *testing.T, url, name string, body []byte) string {
 }
 
 // localCopy reports whether a node's own attachment store holds sha.
-func (n *trioNode) localCopy(sha string) bool {
-	_, err := os.Stat(filepath.Join(n.dir, "data", "attachments", sha[:2], sha))
+func (n *clusterProc) localCopy(sha string) bool {
+	_, err := os.Stat(filepath.Join(n.data, "attachments", sha[:2], sha))
 	return err == nil
 }
 
@@ -124,18 +55,19 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	nodes := startTrio(t, fmt.Sprintf("agent:\n  backend: command\n  command:\n    argv: [%q]\n", agent))
-	c := trioHolder(t, nodes)
+	tc := newTestCluster(t, clusterOpts{extra: fmt.Sprintf("agent:\n  backend: command\n  command:\n    argv: [%q]\n", agent)})
+	nodes := tc.nodes
+	c := tc.holder()
 	a, b := (c+1)%3, (c+2)%3
 
 	content := []byte("the quarterly figures, only on one node at first\n")
-	sha := uploadTo(t, nodes[a].url, "figures.txt", content)
+	sha := uploadTo(t, nodes[a].p.url, "figures.txt", content)
 	if nodes[b].localCopy(sha) || nodes[c].localCopy(sha) {
 		t.Fatal("the file is on another node's disk before anyone asked for it")
 	}
 
 	body := fmt.Sprintf(`{"content":"","attachments":[%q]}`, sha)
-	resp, err := http.Post(nodes[b].url+"/api/messages?wait=1&timeout=30", "application/json", strings.NewReader(body))
+	resp, err := http.Post(nodes[b].p.url+"/api/messages?wait=1&timeout=30", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +80,7 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || out.Status != "completed" {
 		t.Fatalf("input through %s: %s %s", nodes[b].name, resp.Status, raw)
 	}
-	holderPath := filepath.Join(nodes[c].dir, "data", "attachments", sha[:2], sha)
+	holderPath := filepath.Join(nodes[c].data, "attachments", sha[:2], sha)
 	if want := "file at " + holderPath + ": " + string(content); out.Reply != want {
 		t.Errorf("the holder's agent replied %q, want %q", out.Reply, want)
 	}
@@ -157,7 +89,7 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 	other := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 300000) // 1.2 MB: several object chunks
 	sum := sha256.Sum256(other)
 	osha := hex.EncodeToString(sum[:])
-	if got := uploadTo(t, nodes[a].url, "scan.bin", other); got != osha {
+	if got := uploadTo(t, nodes[a].p.url, "scan.bin", other); got != osha {
 		t.Fatalf("upload answered %s, want %s", got, osha)
 	}
 	checkTrioBackups(t, nodes, a)
@@ -168,7 +100,7 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 			sha  string
 			want []byte
 		}{{sha, content}, {osha, other}} {
-			resp, err := http.Get(n.url + "/api/attachments/" + f.sha)
+			resp, err := http.Get(n.p.url + "/api/attachments/" + f.sha)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +113,7 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 				t.Errorf("GET from %s: Content-Disposition %q lost the upload's name", n.name, cd)
 			}
 		}
-		resp, err := http.Get(n.url + "/api/attachments/" + missing)
+		resp, err := http.Get(n.p.url + "/api/attachments/" + missing)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +128,7 @@ func TestClusterAttachmentsOnEveryNode(t *testing.T) {
 // (the copy a backup takes) hold the same last seq, and returns it. The
 // two differ on the holder: its hub appends to the stream and its chat
 // log copies the stream behind it, like every other node's.
-func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
+func trioSeqs(t *testing.T, nodes []*clusterProc) int64 {
 	t.Helper()
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		seqs := map[int64]bool{}
@@ -204,9 +136,9 @@ func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
 			var s struct {
 				LastSeq int64 `json:"last_seq"`
 			}
-			getJSON(t, n.url+"/api/session", &s)
+			getJSON(t, n.p.url+"/api/session", &s)
 			seqs[s.LastSeq] = true
-			tail, _, err := history.ReadTail(filepath.Join(n.dir, "data", "chat_history.ndjson"), 1)
+			tail, _, err := history.ReadTail(filepath.Join(n.data, "chat_history.ndjson"), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,11 +162,11 @@ func trioSeqs(t *testing.T, nodes []*trioNode) int64 {
 // and the holder are asked for it), then backs up every running node
 // with `frontdesk backup`: the archives hold the same chat log, that file
 // (each node fetched it as it copied the log) and nothing of NATS.
-func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
+func checkTrioBackups(t *testing.T, nodes []*clusterProc, a int) {
 	content := []byte("a file that only the log tells the third node about\n")
-	sha := uploadTo(t, nodes[a].url, "log-only.txt", content)
+	sha := uploadTo(t, nodes[a].p.url, "log-only.txt", content)
 	body := fmt.Sprintf(`{"content":"see the file","attachments":[%q]}`, sha)
-	resp, err := http.Post(nodes[a].url+"/api/messages?wait=1&timeout=30", "application/json", strings.NewReader(body))
+	resp, err := http.Post(nodes[a].p.url+"/api/messages?wait=1&timeout=30", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +181,7 @@ func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		out := filepath.Join(t.TempDir(), n.name+".tar.gz")
-		cmd := exec.Command(binary, "backup", "-o", out, "-config", filepath.Join(n.dir, "config.yaml"))
+		cmd := exec.Command(binary, "backup", "-o", out, "-config", n.cfg)
 		cmd.Dir = n.dir
 		if msg, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(msg), fmt.Sprintf("up to seq %d", seq)) {
 			var names []string
@@ -258,7 +190,7 @@ func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
 					names = append(names, fmt.Sprintf("%s (%d bytes)", name, len(b)))
 				}
 			}
-			ls, _ := exec.Command("ls", "-laR", filepath.Join(n.dir, "data")).CombinedOutput()
+			ls, _ := exec.Command("ls", "-laR", n.data).CombinedOutput()
 			t.Fatalf("backup of %s: %v: %s (want the chat log up to seq %d); archive: %v; data dir:\n%s", n.name, err, msg, seq, names, ls)
 		}
 		files := tarFiles(t, out)
@@ -282,14 +214,14 @@ func checkTrioBackups(t *testing.T, nodes []*trioNode, a int) {
 // checkRestoredAsSingle restores the last backup of n into a new data
 // directory and runs a single node (no cluster: block) on it: it is the
 // cluster's session, up to seq, and takes input.
-func checkRestoredAsSingle(t *testing.T, n *trioNode, seq int64) {
+func checkRestoredAsSingle(t *testing.T, n *clusterProc, seq int64) {
 	var cluster struct {
 		SessionID string `json:"session_id"`
 	}
-	getJSON(t, n.url+"/api/session", &cluster)
+	getJSON(t, n.p.url+"/api/session", &cluster)
 	data := filepath.Join(t.TempDir(), "restored")
 	archive := filepath.Join(t.TempDir(), "backup.tar.gz")
-	for _, args := range [][]string{{"backup", "-o", archive, "-config", filepath.Join(n.dir, "config.yaml")}, {"restore", "-data", data, archive}} {
+	for _, args := range [][]string{{"backup", "-o", archive, "-config", n.cfg}, {"restore", "-data", data, archive}} {
 		if msg, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v: %s", args[0], err, msg)
 		}

@@ -1,292 +1,22 @@
-package main
+package e2e
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/frontdesk-hq/frontdesk/event"
-	"github.com/frontdesk-hq/frontdesk/history"
 )
-
-// testCluster is three frontdesk processes, each with its embedded NATS
-// node on loopback, as in README's "Run on several machines".
-type testCluster struct {
-	t       testing.TB
-	token   string     // sent with session's requests when the nodes need one
-	nodesMu sync.Mutex // guards nodes[i].p for tests that kill while others send
-	nodes   []*clusterProc
-}
-
-// clusterProc is one node: its config and, while it runs, its process.
-type clusterProc struct {
-	name, dir, cfg string
-	clusterAddr    string // its cluster_listen, which the others' routes dial
-	addr           string // its HTTP address (-addr): 127.0.0.1:0, or fixed with a public URL
-	p              *proc  // nil while down
-}
-
-// freePorts finds n free loopback ports (closed again: a node binds them).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
-}
-
-// The test clusters' secret (cluster.nats.embedded.secret_env names
-// testNATSSecretEnv; a cluster's routes need one): every node gets
-// testNATSEnv.
-const testNATSSecretEnv = "FRONTDESK_TEST_NATS_SECRET"
-
-var testNATSEnv = []string{testNATSSecretEnv + "=test-nats-secret-0123456789"}
-
-// testNATSConfig is the cluster.nats.embedded block of a test node: its
-// route address, the routes and the secret; no client port (the default).
-func testNATSConfig(clusterPort int, routes []string) string {
-	return fmt.Sprintf("      cluster_listen: \"127.0.0.1:%d\"\n      routes: [%s]\n      secret_env: %s\n",
-		clusterPort, strings.Join(routes, ", "), testNATSSecretEnv)
-}
-
-// newTestCluster writes three nodes' configs (extra is appended to each)
-// and starts them together: each waits for the others before it listens.
-func newTestCluster(t testing.TB, extra string) *testCluster {
-	t.Helper()
-	return startTestCluster(t, extra, false)
-}
-
-// newPublicCluster is newTestCluster with each node's HTTP port fixed and
-// named in its cluster.public_url (http://127.0.0.1:PORT).
-func newPublicCluster(t testing.TB, extra string) *testCluster {
-	t.Helper()
-	return startTestCluster(t, extra, true)
-}
-
-func startTestCluster(t testing.TB, extra string, public bool) *testCluster {
-	t.Helper()
-	root := t.TempDir()
-	ports := freePorts(t, 6) // cluster_listen, then HTTP when public
-	c := &testCluster{t: t}
-	for i := range 3 {
-		var routes []string
-		for j := range 3 {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[j]))
-			}
-		}
-		n := &clusterProc{name: fmt.Sprint("n", i+1), dir: filepath.Join(root, fmt.Sprint("n", i+1)),
-			clusterAddr: fmt.Sprintf("127.0.0.1:%d", ports[i]), addr: "127.0.0.1:0"}
-		publicURL := ""
-		if public {
-			n.addr = fmt.Sprintf("127.0.0.1:%d", ports[3+i])
-			publicURL = fmt.Sprintf("  public_url: \"http://%s\"\n", n.addr)
-		}
-		n.cfg = filepath.Join(root, n.name+".yaml")
-		agent := "agent: {demo: {delay_ms: 2}}\n"
-		if strings.Contains(extra, "agent:") {
-			agent = "" // the caller's
-		}
-		conf := fmt.Sprintf(`data_dir: %s
-%smcp: {serve: true, serve_send: true}
-cluster:
-  node: %s
-%s  nats:
-    embedded:
-%s%s`, n.dir, agent, n.name, publicURL, testNATSConfig(ports[i], routes), extra)
-		if err := os.WriteFile(n.cfg, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c.nodes = append(c.nodes, n)
-	}
-	for _, n := range c.nodes {
-		n.p = spawn(t, root, testNATSEnv, nil, "-config", n.cfg, "-addr", n.addr)
-	}
-	for _, n := range c.nodes {
-		n.p.await(t, 60*time.Second)
-	}
-	return c
-}
-
-// start starts node i again (it joins the running cluster).
-func (c *testCluster) start(i int) {
-	c.t.Helper()
-	n := c.nodes[i]
-	n.p = spawn(c.t, filepath.Dir(n.dir), testNATSEnv, nil, "-config", n.cfg, "-addr", n.addr)
-	n.p.await(c.t, 60*time.Second)
-}
-
-// kill sends node i SIGKILL and waits for it to be gone.
-func (c *testCluster) kill(i int) {
-	c.t.Helper()
-	n := c.nodes[i]
-	n.p.cmd.Process.Signal(syscall.SIGKILL)
-	err := <-n.p.exited
-	n.p.exited <- err
-	n.p = nil
-}
-
-// clusterSession is the part of /api/session these tests read.
-type clusterSession struct {
-	LastSeq     int64  `json:"last_seq"`
-	Subscribers int    `json:"subscribers"`
-	Busy        bool   `json:"busy"`
-	Turn        string `json:"turn"`
-	Session     string `json:"session_id"`
-	Cluster     *struct {
-		Node, Leader, Role string
-		Nodes              []struct {
-			Name, URL string
-			Alive     bool
-		}
-	} `json:"cluster"`
-}
-
-func (c *testCluster) session(i int) (clusterSession, error) {
-	var s clusterSession
-	cl := http.Client{Timeout: 2 * time.Second}
-	req, err := http.NewRequest("GET", c.nodes[i].p.url+"/api/session", nil)
-	if err != nil {
-		return s, err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return s, err
-	}
-	defer resp.Body.Close()
-	return s, json.NewDecoder(resp.Body).Decode(&s)
-}
-
-// holder waits until every running node names the same lease holder, and
-// returns its index.
-func (c *testCluster) holder() int {
-	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		leader, agree := "", true
-		for i, n := range c.nodes {
-			if n.p == nil {
-				continue
-			}
-			s, err := c.session(i)
-			if err != nil || s.Cluster == nil || s.Cluster.Leader == "" || (leader != "" && s.Cluster.Leader != leader) {
-				agree = false
-				break
-			}
-			leader = s.Cluster.Leader
-		}
-		for i, n := range c.nodes {
-			if agree && n.name == leader && n.p != nil {
-				// The holder says leader once its hub has taken over.
-				if s, err := c.session(i); err == nil && s.Cluster != nil && s.Cluster.Role == "leader" {
-					return i
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatal("the nodes did not agree on a lease holder within 30 s")
-	return -1
-}
-
-// caughtUp waits until every running node's chat log holds seq last.
-func (c *testCluster) caughtUp(last int64) {
-	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, n := range c.nodes {
-		if n.p == nil {
-			continue
-		}
-		for {
-			evs := readChatLog(c.t, n.dir)
-			if len(evs) > 0 && evs[len(evs)-1].Seq >= last {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("%s's chat log did not reach seq %d within 30 s", n.name, last)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-// idle waits until the holder runs no turn and returns its session.
-func (c *testCluster) idle() clusterSession {
-	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, err := c.session(c.holder())
-		if err == nil && !s.Busy {
-			return s
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the holder still runs a turn after 30 s: %+v %v", s, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// settled waits until node i, restarted, has caught up with the holder,
-// and then a second more: the holder hands the Raft leaderships of the log
-// and the lease away from itself only to peers that are current (it checks
-// every 500 ms), so that its own death costs one lease expiry, not an
-// election of those groups (4-9 s, JetStream's floor).
-func (c *testCluster) settled(i int) {
-	c.t.Helper()
-	h := c.holder()
-	hs, err := c.session(h)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, err := c.session(i)
-		if err == nil && s.LastSeq >= hs.LastSeq {
-			break
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s did not catch up with seq %d within 30 s", c.nodes[i].name, hs.LastSeq)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(time.Second)
-}
-
-// readChatLog reads a node's chat log, every part.
-func readChatLog(t testing.TB, dir string) []event.Event {
-	t.Helper()
-	evs, _, _, err := history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Range(context.Background(), history.Bound{}, history.Bound{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
 
 // postInput posts content through node i's webhook; the status and the
 // answer's body.
@@ -350,12 +80,12 @@ func (c *testCluster) sameLogs() []event.Event {
 		if n.p == nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(n.dir, "chat_history.ndjson"))
+		b, err := os.ReadFile(filepath.Join(n.data, "chat_history.ndjson"))
 		if err != nil {
 			c.t.Fatal(err)
 		}
 		if first == nil {
-			first, evs = b, readChatLog(c.t, n.dir)
+			first, evs = b, readChatLog(c.t, n.data)
 			continue
 		}
 		if !bytes.Equal(b, first) {
@@ -375,7 +105,7 @@ func (c *testCluster) sameLogs() []event.Event {
 // nodes see the same events with the same seqs, and every node's chat log
 // is the same, each input in it once.
 func TestClusterEveryDoorOnEveryNode(t *testing.T) {
-	c := newTestCluster(t, "")
+	c := newTestCluster(t, clusterOpts{})
 	h := c.holder()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -491,7 +221,7 @@ func TestClusterTwoOfThreeDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts cluster nodes")
 	}
-	c := newTestCluster(t, "")
+	c := newTestCluster(t, clusterOpts{})
 	h := c.holder()
 	if code, _, err := c.postInput(h, "before", "before", true); err != nil || code != http.StatusOK {
 		t.Fatalf("first input: %d %v", code, err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 func BenchmarkClusterFanout(b *testing.B) {
 	const watchers, turns = 1000, 5
 	// The demo's default pace (30 ms a word, as a model streams).
-	c := newTestCluster(b, "agent: {demo: {delay_ms: 30}}\nserver: {max_clients: 1000}\nchannels: {webhook: {rate_per_sec: 1000, rate_burst: 1000}}\n")
+	c := newTestCluster(b, clusterOpts{extra: "agent: {demo: {delay_ms: 30}}\nserver: {max_clients: 1000}\nchannels: {webhook: {rate_per_sec: 1000, rate_burst: 1000}}\n"})
 	h := c.holder()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

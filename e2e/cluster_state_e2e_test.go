@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/mail"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,105 +22,8 @@ import (
 	"github.com/frontdesk-hq/frontdesk/history"
 )
 
-// fdNode is one frontdesk process of a three-node cluster (embedded NATS
-// on loopback), which the test can kill -9 and start again.
-type fdNode struct {
-	name, dir, cfg string
-	env            []string
-	p              *proc // nil while down
-}
-
-// startFDCluster starts three nodes whose configs add extra (YAML) and
-// waits until each listens.
-func startFDCluster(t *testing.T, extra string, env []string) []*fdNode {
-	t.Helper()
-	ports := freePorts(t, 3)
-	nodes := make([]*fdNode, 3)
-	for i := range nodes {
-		var routes []string
-		for j, p := range ports {
-			if j != i {
-				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
-			}
-		}
-		n := &fdNode{name: fmt.Sprintf("n%d", i+1), dir: t.TempDir(), env: append(slices.Clone(testNATSEnv), env...)}
-		n.cfg = filepath.Join(n.dir, "frontdesk.yaml")
-		yaml := fmt.Sprintf(`data_dir: %q
-server: {addr: "127.0.0.1:0"}
-agent: {demo: {delay_ms: 20}}
-cluster:
-  node: %s
-  nats:
-    embedded:
-%s%s`, filepath.Join(n.dir, "data"), n.name, testNATSConfig(ports[i], routes), extra)
-		if err := os.WriteFile(n.cfg, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = n
-	}
-	for _, n := range nodes {
-		n.spawn(t)
-	}
-	for _, n := range nodes {
-		n.p.await(t, 60*time.Second)
-	}
-	return nodes
-}
-
-func (n *fdNode) spawn(t *testing.T) {
-	t.Helper()
-	n.p = spawn(t, n.dir, n.env, nil, "-config", n.cfg)
-}
-
-// kill9 kills the node's process with SIGKILL and waits for it to end.
-func (n *fdNode) kill9(t *testing.T) {
-	t.Helper()
-	if err := n.p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	err := <-n.p.exited
-	n.p.exited <- err
-	n.p = nil
-}
-
-// role asks a node's /api/session for its cluster role ("" if it does
-// not answer).
-func (n *fdNode) role() string {
-	if n.p == nil {
-		return ""
-	}
-	resp, err := http.Get(n.p.url + "/api/session")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var s struct {
-		Cluster struct{ Role string } `json:"cluster"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&s) != nil {
-		return ""
-	}
-	return s.Cluster.Role
-}
-
-// waitLeader waits until one of the running nodes says it leads.
-func waitLeader(t *testing.T, nodes []*fdNode, wait time.Duration) int {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		for i, n := range nodes {
-			if n.role() == "leader" {
-				return i
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no node leads after %v", wait)
-	return -1
-}
-
 // call sends an API request to a node and decodes the JSON answer.
-func (n *fdNode) call(t *testing.T, method, path, body string) (int, map[string]any) {
+func (n *clusterProc) call(t *testing.T, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, n.p.url+path, strings.NewReader(body))
 	if err != nil {
@@ -145,9 +46,9 @@ func (n *fdNode) call(t *testing.T, method, path, body string) (int, map[string]
 }
 
 // chatEvents reads a node's chat log.
-func (n *fdNode) chatEvents(t *testing.T) []event.Event {
+func (n *clusterProc) chatEvents(t *testing.T) []event.Event {
 	t.Helper()
-	evs, _, err := history.ReadTail(filepath.Join(n.dir, "data", "chat_history.ndjson"), 100000)
+	evs, _, err := history.ReadTail(filepath.Join(n.data, "chat_history.ndjson"), 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +56,7 @@ func (n *fdNode) chatEvents(t *testing.T) []event.Event {
 }
 
 // countUsers counts a node's user events that match.
-func (n *fdNode) countUsers(t *testing.T, match func(event.UserData) bool) int {
+func (n *clusterProc) countUsers(t *testing.T, match func(event.UserData) bool) int {
 	t.Helper()
 	c := 0
 	for _, e := range n.chatEvents(t) {
@@ -185,8 +86,9 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three cluster nodes")
 	}
-	nodes := startFDCluster(t, "", nil)
-	h := waitLeader(t, nodes, 60*time.Second)
+	c := newTestCluster(t, clusterOpts{agent: "agent: {demo: {delay_ms: 20}}\n"})
+	nodes := c.nodes
+	h := c.holderWithin(60 * time.Second)
 	f, g := nodes[(h+1)%3], nodes[(h+2)%3]
 	waitSchedules(t, f)
 
@@ -210,13 +112,13 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 		t.Fatalf("a WebSocket client of %s, a follower, after a schedule was made through %s: %v", g.name, f.name, err)
 	}
 	id, _ := created["id"].(string)
-	nodes[h].kill9(t)
+	c.kill(h)
 	t.Logf("schedule %s made through %s; holder %s killed", id, f.name, nodes[h].name)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Watched on the new holder (a watcher is replayed what came before).
-	h2 := waitLeader(t, nodes, 60*time.Second)
+	h2 := c.holderWithin(60 * time.Second)
 	_, read := wsWatch(t, ctx, nodes[h2].p.url)
 	isOurs := func(d event.UserData) bool { return d.ScheduleID == id }
 	u := read(func(e event.Event) bool { return e.Type == event.User && isOurs(userData(e)) })
@@ -235,8 +137,7 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 	}
 	// Once in the new holder's log; no node's copy has it twice (the
 	// followers' copies are checked for doubles only: see the email test).
-	nodes[h].spawn(t)
-	nodes[h].p.await(t, 60*time.Second)
+	c.start(h)
 	waitCount(t, nodes[h2], isOurs, 1)
 	for _, n := range nodes {
 		if c := n.countUsers(t, isOurs); c > 1 {
@@ -247,7 +148,7 @@ func TestClusterScheduleFiresOnceAcrossFailover(t *testing.T) {
 
 // waitCount waits until n's chat log (a copy of the cluster's, catching
 // up) holds want matching user events, and fails on more.
-func waitCount(t *testing.T, n *fdNode, match func(event.UserData) bool, want int) {
+func waitCount(t *testing.T, n *clusterProc, match func(event.UserData) bool, want int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -331,8 +232,9 @@ func TestClusterEmailAnsweredOnceAcrossFailover(t *testing.T) {
     imap: {addr: %q, tls: none, username: assistant, poll_interval_sec: 5}
     smtp: {addr: %q, tls: none}
 `, imapAddr, smtpAddr)
-	nodes := startFDCluster(t, extra, []string{"FRONTDESK_IMAP_PASSWORD=imap-pass"})
-	h := waitLeader(t, nodes, 60*time.Second)
+	c := newTestCluster(t, clusterOpts{extra: extra, env: []string{"FRONTDESK_IMAP_PASSWORD=imap-pass"}, agent: "agent: {demo: {delay_ms: 20}}\n"})
+	nodes := c.nodes
+	h := c.holderWithin(60 * time.Second)
 	waitLog(t, nodes[h].p, "first start: the cursor is placed")
 
 	deliver := func(id string) {
@@ -362,7 +264,7 @@ func TestClusterEmailAnsweredOnceAcrossFailover(t *testing.T) {
 	// recording that, a reply goes out again (same Message-ID) on a single
 	// node after a restart as here after a failover; the kill comes after.
 	waitLog(t, nodes[h].p, "email reply sent")
-	nodes[h].kill9(t)
+	c.kill(h)
 	deliver("m2")
 	waitReply("m2@test.example")
 	deliver("m3")
@@ -380,7 +282,7 @@ func TestClusterEmailAnsweredOnceAcrossFailover(t *testing.T) {
 	// checked for doubles only: a surviving follower's copy of the stream
 	// has been seen to stall after the holder's kill (cluster.Follow, not
 	// this test's subject).
-	h2 := waitLeader(t, nodes, 30*time.Second)
+	h2 := c.holderWithin(30 * time.Second)
 	for _, id := range []string{"m1", "m2", "m3"} {
 		isMail := func(d event.UserData) bool {
 			return d.Channel == event.ChannelEmail && strings.Contains(d.Content, "Please answer "+id+".")
@@ -408,7 +310,7 @@ func waitLog(t *testing.T, p *proc, s string) {
 
 // awaitFrame connects a WebSocket client to n; wait then waits up to
 // 10 s for a frame of type typ sent after the connection.
-func (n *fdNode) awaitFrame(t *testing.T, typ event.Type) (wait func() error) {
+func (n *clusterProc) awaitFrame(t *testing.T, typ event.Type) (wait func() error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(n.p.url, "http")+"/ws", nil)
@@ -446,7 +348,7 @@ func (n *fdNode) awaitFrame(t *testing.T, typ event.Type) (wait func() error) {
 
 // waitSchedules waits until n answers GET /api/schedules (the holder has
 // taken over and serves them).
-func waitSchedules(t *testing.T, n *fdNode) {
+func waitSchedules(t *testing.T, n *clusterProc) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -232,7 +232,7 @@ func TestClusterKill9OfTheHolder(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("FRONTDESK_CLUSTER_KILLS")); err == nil && v > 0 {
 		rounds = v
 	}
-	c := newTestCluster(t, "channels: {webhook: {rate_per_sec: 1000, rate_burst: 1000}}\n")
+	c := newTestCluster(t, clusterOpts{extra: "channels: {webhook: {rate_per_sec: 1000, rate_burst: 1000}}\n"})
 	c.holder()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
