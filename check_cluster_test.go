@@ -77,13 +77,13 @@ func TestContribClusterFiles(t *testing.T) {
 // data directory, web port, client port and cluster port, a secret, and
 // as routes exactly the other two's cluster_listen.
 func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile("docs/cluster.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(b), "**Three nodes on one machine**")
 	if !ok {
-		t.Fatal("README has no three nodes on one machine")
+		t.Fatal("docs/cluster.md has no three nodes on one machine")
 	}
 	dir := t.TempDir()
 	type node struct {

@@ -143,9 +143,9 @@ channels:
 		t.Errorf("storage errors = %g on a healthy disk", v)
 	}
 
-	// Every frontdesk metric is documented in the README's Metrics
+	// Every frontdesk metric is documented in docs/running.md's Metrics
 	// section, and the Grafana dashboard asks only for metrics that exist.
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "running.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ channels:
 	for _, m := range regexp.MustCompile(`(?m)^# HELP (frontdesk_\w+)`).FindAllStringSubmatch(text, -1) {
 		exposed[m[1]] = true
 		if !strings.Contains(section, "`"+m[1]) && !strings.Contains(section, m[1]+"`") && !strings.Contains(section, m[1]+",") {
-			t.Errorf("%s is on /metrics but not in the README's Metrics section", m[1])
+			t.Errorf("%s is on /metrics but not in docs/running.md's Metrics section", m[1])
 		}
 	}
 	dash, err := os.ReadFile(filepath.Join(repoRoot, "contrib", "grafana-frontdesk.json"))

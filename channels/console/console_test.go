@@ -166,9 +166,9 @@ func TestPrinterResumesWithoutRepeats(t *testing.T) {
 }
 
 // TestHelpAndREADMEListEveryCommand: each command /help lists is in the
-// README's table of terminal commands, and /approve and /deny are there.
+// table of terminal commands in docs/terminal.md, and /approve and /deny are there.
 func TestHelpAndREADMEListEveryCommand(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/terminal.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestHelpAndREADMEListEveryCommand(t *testing.T) {
 			continue // "| `/help` |", "| Ctrl-D, `/quit` |"
 		}
 		if !strings.Contains(string(readme), "| `"+c) {
-			t.Errorf("README's terminal table has no row for %s", c)
+			t.Errorf("docs/terminal.md's table has no row for %s", c)
 		}
 	}
 }
