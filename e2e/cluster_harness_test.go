@@ -84,9 +84,43 @@ type clusterOpts struct {
 // directory (nodes[i].dir, its config there, its data directory under it).
 func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 	t.Helper()
+	for try := 1; ; try++ {
+		c := &testCluster{t: t, env: append(slices.Clone(testNATSEnv), o.env...)}
+		c.configure(o)
+		for _, n := range c.nodes {
+			n.p = spawn(t, n.dir, c.env, nil, "-config", n.cfg, "-addr", n.addr)
+		}
+		var errs []string
+		taken := false
+		for _, n := range c.nodes {
+			if err := n.p.awaitErr(60 * time.Second); err != nil {
+				errs = append(errs, n.name+": "+err.Error())
+				taken = taken || strings.Contains(err.Error(), "address already in use")
+			}
+		}
+		if len(errs) == 0 {
+			return c
+		}
+		// Another test package may take a port between freePorts and
+		// the node's bind: start the three again on other ports.
+		for _, n := range c.nodes {
+			n.p.cmd.Process.Kill()
+			err := <-n.p.exited
+			n.p.exited <- err
+		}
+		if !taken || try == 3 {
+			t.Fatalf("the cluster did not start:\n%s", strings.Join(errs, "\n"))
+		}
+		t.Logf("try %d: a port was taken; again on other ports:\n%s", try, strings.Join(errs, "\n"))
+	}
+}
+
+// configure writes the three nodes' configs in a new directory, on free
+// ports.
+func (c *testCluster) configure(o clusterOpts) {
+	t := c.t
 	root := t.TempDir()
 	ports := freePorts(t, 6) // cluster_listen, then HTTP when public
-	c := &testCluster{t: t, env: append(slices.Clone(testNATSEnv), o.env...)}
 	for i := range 3 {
 		var routes []string
 		for j := range 3 {
@@ -126,13 +160,6 @@ cluster:
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	for _, n := range c.nodes {
-		n.p = spawn(t, n.dir, c.env, nil, "-config", n.cfg, "-addr", n.addr)
-	}
-	for _, n := range c.nodes {
-		n.p.await(t, 60*time.Second)
-	}
-	return c
 }
 
 // start starts node i again (it joins the running cluster).

@@ -135,13 +135,21 @@ func spawn(t testing.TB, dir string, env []string, stdin io.Reader, args ...stri
 // await waits until p listens, failing the test after wait.
 func (p *proc) await(t testing.TB, wait time.Duration) {
 	t.Helper()
+	if err := p.awaitErr(wait); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitErr is await that returns what went wrong.
+func (p *proc) awaitErr(wait time.Duration) error {
 	select {
 	case p.url = <-p.addr:
+		return nil
 	case err := <-p.exited:
 		p.exited <- err
-		t.Fatalf("frontdesk exited before listening: %v\n%s", err, p.stderr)
+		return fmt.Errorf("frontdesk exited before listening: %v\n%s", err, p.stderr)
 	case <-time.After(wait):
-		t.Fatalf("frontdesk did not start within %v\n%s", wait, p.stderr)
+		return fmt.Errorf("frontdesk did not start within %v\n%s", wait, p.stderr)
 	}
 }
 
