@@ -1,0 +1,60 @@
+// Package testio holds I/O helpers the root package's tests and the
+// binary-level tests (e2e) both use: a buffer several goroutines may
+// write (a process's output), and a walk over a backup archive. Tests
+// only.
+package testio
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"testing"
+)
+
+// Buffer is a bytes.Buffer several goroutines may write and read.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// WalkArchive calls fn with each entry of a gzipped tar archive (a
+// backup), in order, and a reader of its content.
+func WalkArchive(t testing.TB, path string, fn func(*tar.Header, io.Reader)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(h, tr)
+	}
+}
