@@ -49,7 +49,7 @@ const (
 // Persisted reports whether events of type t are written to the chat log.
 func (t Type) Persisted() bool {
 	switch t {
-	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart, MemoryChanged:
+	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart, MemoryChanged, Erased:
 		return true
 	}
 	return false
