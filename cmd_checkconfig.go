@@ -11,6 +11,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/embed"
+	"github.com/frontdesk-hq/frontdesk/mcp"
 )
 
 // checkConfig (`frontdesk check-config`) reports the effective
@@ -94,7 +95,7 @@ func checkEmbeddings(ctx context.Context, cfg config.Config, getenv func(string)
 // checkMCP starts (or dials) each MCP server, asks it for its tools and
 // stops it.
 func checkMCP(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
-	tools := newMCPManager(cfg, getenv, slog.New(slog.DiscardHandler))
+	tools := mcp.FromConfig(version, cfg.MCP.Servers, getenv, slog.New(slog.DiscardHandler))
 	if tools == nil {
 		return nil
 	}

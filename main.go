@@ -22,6 +22,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/internal/logging"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -109,7 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	// Logs go through a sink the console can point at its prompt-aware writer.
 	logs := console.NewLogSink(stderr)
-	logger := setupLogging(cfg, getenv, logs)
+	logger := logging.Setup(cfg, getenv, logs)
 	return serve(ctx, cfg, token, logger, logs, stdin, stdout, getenv)
 }
 

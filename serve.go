@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -221,7 +222,7 @@ type app struct {
 	// schedAPI is the schedule API of the doors: the scheduler, or on a
 	// cluster node the one that forwards to the holder's.
 	schedAPI web.Schedules
-	state    *clusterState // a cluster node's replicated files; nil on a single node
+	state    *clusterhub.HolderFiles // a cluster node's replicated files; nil on a single node
 
 	clusterMetrics *clusterhub.Metrics // a cluster node's
 }
@@ -236,12 +237,12 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if err != nil {
 		return nil, err
 	}
-	a := &app{tools: newMCPManager(cfg, getenv, logger)}
+	a := &app{tools: mcp.FromConfig(version, cfg.MCP.Servers, getenv, logger)}
 	var lg hub.Log = st.chatLog
 	var link hub.Cluster
 	if node != nil {
 		lg, link = clusterHub(node, a)
-		a.state = newClusterState(cfg, node, a)
+		a.state = clusterhub.NewHolderFiles(cfg.DataDir, node, func() { a.runner.Fenced() })
 	}
 	a.hub = newHub(cfg, logger, st, ag, a.turnTools, lg, link)
 	registry := prometheus.NewRegistry()
@@ -251,7 +252,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 
 	if cfg.Channels.Email.Enabled {
-		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files, a.state.mailReplicate()); err != nil {
+		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files, a.state.MailReplicate()); err != nil {
 			return nil, err // it names the channel and the variable to set
 		}
 		registry.MustRegister(a.mail.Collector())
@@ -259,7 +260,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
 		return nil, err
 	}
-	a.schedAPI = a.state.schedules(a.sched)
+	a.schedAPI = schedulesAPI(a)
 	if a.tools != nil {
 		// mcp.max_tools counts every tool of a request: the session's own,
 		// then the schedule tools, first; the MCP servers' share the rest.
@@ -390,7 +391,7 @@ func newScheduler(cfg config.Config, a *app, getenv func(string) string, logger 
 		// the time Run starts, which is the only caller).
 		Changed: a.schedulesChanged,
 		// A cluster holder's schedules.json is replicated for the next one.
-		Replicate: a.state.schedReplicate(),
+		Replicate: a.state.SchedReplicate(),
 	}
 	if a.mail != nil && cfg.Schedules.NotifyTo != "" {
 		opts.Mailer, opts.NotifyTo = a.mail, cfg.Schedules.NotifyTo
@@ -530,4 +531,165 @@ func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.Canc
 		firstErr = fmt.Errorf("close chat log: %w", err)
 	}
 	return firstErr
+}
+
+// joinCluster joins the cluster when cluster.node is set; nil on a single
+// node. A cluster node's attachments are the cluster's object store, this
+// node's store its cache.
+func joinCluster(ctx context.Context, cfg config.Config, st *stores, getenv func(string) string, logger *slog.Logger) (*cluster.Node, error) {
+	if !cfg.Cluster.Enabled() {
+		return nil, nil
+	}
+	n, err := clusterhub.Join(ctx, cfg, st.lastSeq(), getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	st.files = &clusterhub.Files{Local: st.files, Node: n, Logger: logger}
+	return n, nil
+}
+
+// schedulesAPI is the doors' schedule API: the scheduler on a single
+// node, one that forwards to the holder's on a cluster node.
+func schedulesAPI(a *app) web.Schedules {
+	if a.state == nil {
+		return a.sched
+	}
+	return a.state.Forwarding(a.sched)
+}
+
+// startRunner starts the runner that joins the hub to the cluster (the
+// log copied in, the lease election, the holder's doors when this node
+// wins) on a cluster node; stop stops it and waits; errc gets its error.
+// On a single node both do nothing.
+func startRunner(ctx context.Context, cfg config.Config, node *cluster.Node, a *app, st *stores, lt *leadTasks,
+	logger *slog.Logger) (stop func(), errc <-chan error) {
+	runnerErr := make(chan error, 1)
+	if node == nil {
+		return func() {}, runnerErr
+	}
+	a.runner = newRunner(cfg, node, a, st, lt, logger)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); runnerErr <- a.runner.Run(rctx) }()
+	watched := make(chan struct{})
+	go func() { defer close(watched); a.state.WatchSchedules(rctx, a.schedulesChanged, logger) }()
+	return func() { cancel(); <-done; <-watched }, runnerErr
+}
+
+// lastSeq is the last seq of this node's chat log at start.
+func (st *stores) lastSeq() int64 {
+	if len(st.tail) == 0 {
+		return 0
+	}
+	return st.tail[len(st.tail)-1].Seq
+}
+
+// clusterHub is the hub's log and link on a cluster node; the runner is
+// set by the time the hub runs.
+func clusterHub(n *cluster.Node, a *app) (hub.Log, hub.Cluster) {
+	a.clusterMetrics = clusterhub.NewMetrics()
+	return clusterhub.Log{Node: n, Fenced: func() { a.runner.Fenced() }, Metrics: a.clusterMetrics}, clusterhub.Link{Node: n}
+}
+
+// clusterStatusFunc reports this node's view of the cluster to the web
+// API; nil on a single node.
+func clusterStatusFunc(a *app, n *cluster.Node) func() web.ClusterStatus {
+	if n == nil {
+		return nil
+	}
+	return func() web.ClusterStatus {
+		st := a.runner.State()
+		nodes := make([]web.ClusterNode, len(st.Nodes))
+		for i, m := range st.Nodes {
+			nodes[i] = web.ClusterNode(m)
+		}
+		return web.ClusterStatus{Node: st.Node, Leader: st.Leader, Role: st.Role, Nodes: nodes}
+	}
+}
+
+// consoleCluster is what /status in the console shows of the cluster; nil
+// on a single node.
+func consoleCluster(a *app, n *cluster.Node) func() console.ClusterView {
+	if n == nil {
+		return nil
+	}
+	return func() console.ClusterView {
+		st := a.runner.State()
+		return console.ClusterView{Node: st.Node, Holder: st.Leader, Role: st.Role}
+	}
+}
+
+// leadTasks are the holder's doors besides the hub, started when this
+// node wins the lease: the email poller and the scheduler's firing.
+type leadTasks struct {
+	mu          sync.Mutex
+	mail, sched *task
+}
+
+func (lt *leadTasks) start(ctx context.Context, a *app, logger *slog.Logger) {
+	// A node that leads again: the last time's tasks end first (their ctx
+	// ended when it stopped leading).
+	for _, t := range lt.getAll() {
+		<-t.done
+	}
+	// A new holder starts from the schedules and the email spool the
+	// last one replicated.
+	if err := a.state.TakeOver(ctx, a.sched, a.mail != nil, logger); err != nil {
+		if ctx.Err() == nil {
+			logger.Error("cluster: could not take over the schedules and the email spool; this holder runs neither", "err", err)
+		}
+		return
+	}
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if a.mail != nil {
+		lt.mail = startTask(ctx, logger, "email channel", a.mail.Run)
+	}
+	lt.sched = startTask(ctx, logger, "scheduler", a.sched.Run)
+	a.state.Lead(ctx, a.sched, logger)
+}
+
+// getAll returns the tasks started, if any.
+func (lt *leadTasks) getAll() []*task {
+	var all []*task
+	mail, sched := lt.get()
+	for _, t := range []*task{mail, sched} {
+		if t != nil {
+			all = append(all, t)
+		}
+	}
+	return all
+}
+
+func (lt *leadTasks) get() (mail, sched *task) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.mail, lt.sched
+}
+
+// newRunner makes the runner that joins the hub to the cluster.
+func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadTasks, logger *slog.Logger) *clusterhub.Runner {
+	return clusterhub.New(clusterhub.Options{
+		Node: n, Hub: a.hub, ChatLog: st.chatLog, After: st.lastSeq(),
+		Tail: func() ([]event.Event, error) {
+			tail, _, err := history.ReadTail(cfg.Session.ChatLogPath, cfg.Session.BufferEvents)
+			return tail, err
+		},
+		TailEvents: cfg.Session.BufferEvents,
+		Indexed:    st.search.Notify,
+		PublicURL:  cfg.Cluster.PublicURL,
+		Copied:     prefetch(st),
+		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Metrics:    a.clusterMetrics,
+		Logger:     logger,
+	})
+}
+
+// prefetch is Runner's Copied on a cluster node: each file the log refers
+// to is fetched into this node's store.
+func prefetch(st *stores) func(event.Event) {
+	if f, ok := st.files.(*clusterhub.Files); ok {
+		return f.Prefetch
+	}
+	return nil
 }

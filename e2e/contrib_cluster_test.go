@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"net"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/frontdesk-hq/frontdesk/config"
 )
 
 // contrib/cluster: each node's config is valid and names itself, its
@@ -16,7 +18,7 @@ import (
 // compose names, and compose.yaml runs each node with its own config and
 // volume.
 func TestContribClusterFiles(t *testing.T) {
-	b, err := os.ReadFile("contrib/cluster/compose.yaml")
+	b, err := os.ReadFile("../contrib/cluster/compose.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func TestContribClusterFiles(t *testing.T) {
 	ports := map[string]string{}
 	routes := map[string][]string{}
 	for _, n := range names {
-		cfg, err := loadConfig(filepath.Join("contrib", "cluster", n+".yaml"), "", t.TempDir())
+		cfg, err := loadNodeConfig(filepath.Join("..", "contrib", "cluster", n+".yaml"), "", t.TempDir())
 		if err != nil {
 			t.Fatalf("%s.yaml: %v", n, err)
 		}
@@ -77,7 +79,7 @@ func TestContribClusterFiles(t *testing.T) {
 // data directory, web port, client port and cluster port, a secret, and
 // as routes exactly the other two's cluster_listen.
 func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
-	b, err := os.ReadFile("docs/cluster.md")
+	b, err := os.ReadFile("../docs/cluster.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
 		if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := loadConfig(p, "", "")
+		cfg, err := loadNodeConfig(p, "", "")
 		if err != nil {
 			t.Fatalf("README %s.yaml: %v", name, err)
 		}
@@ -132,4 +134,21 @@ func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
 			t.Errorf("README %s.yaml: routes %q, want %q", name, n.routes, want)
 		}
 	}
+}
+
+// loadNodeConfig reads a node's config as the binary does (frontdesk
+// -config path -data dataDir).
+func loadNodeConfig(path, addr, dataDir string) (config.Config, error) {
+	cfg, err := config.Load(path, false)
+	if err != nil {
+		return cfg, err
+	}
+	if addr != "" {
+		cfg.Server.Addr = addr
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	cfg.Resolve()
+	return cfg, cfg.Validate()
 }

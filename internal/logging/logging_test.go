@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestNewLoggerFormats(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.format+"/"+tc.level, func(t *testing.T) {
 			var buf bytes.Buffer
-			l := newLogger(config.Log{Format: tc.format, Level: tc.level}, &buf)
+			l := New(config.Log{Format: tc.format, Level: tc.level}, &buf)
 			for _, lv := range tc.logged {
 				l.Log(context.Background(), lv, "m")
 			}
@@ -78,7 +78,7 @@ func TestOneLogStream(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Log = config.Log{Format: "json", Level: "info"}
 	var buf bytes.Buffer
-	setupLogging(cfg, func(k string) string {
+	Setup(cfg, func(k string) string {
 		if k == "FRONTDESK_AUTH_TOKEN" {
 			return "TOKEN-9f8e7d6c5b4a3928"
 		}

@@ -7,6 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +19,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/index"
@@ -373,5 +380,177 @@ func TestHistorySearchIndexDamagedInTheMiddle(t *testing.T) {
 	out, errOut, err := runHistoryT(t, nil, "search", "-json", "-limit", "200", "-config", cfg, "lilies")
 	if err != nil || len(ndjsonSeqs(t, out)) != 200 || !strings.Contains(errOut, "is damaged") {
 		t.Errorf("out %d lines, stderr %q, err %v", len(ndjsonSeqs(t, out)), errOut, err)
+	}
+}
+
+func TestHealthcheck(t *testing.T) {
+	// The real server, and stand-ins for the answers it gives in trouble.
+	real := runServer(t, "-data", t.TempDir())
+	unhealthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"status":"shutting down"}`, http.StatusServiceUnavailable)
+	}))
+	defer unhealthy.Close()
+	tokenOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" || r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(`{"status":"ok"}`))
+	}))
+	defer tokenOnly.Close()
+	hang := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	defer hanging.Close()
+	defer close(hang)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close() // nothing listens there now
+
+	host := func(u string) string { p, _ := url.Parse(u); return p.Host }
+	port := func(u string) string { _, p, _ := net.SplitHostPort(host(u)); return p }
+	tests := []struct {
+		name    string
+		args    []string
+		token   string
+		wantErr string // "" for exit 0
+	}{
+		{"healthy", []string{"-addr", host(real.url)}, "", ""},
+		{"healthy on a wildcard address", []string{"-addr", "0.0.0.0:" + port(real.url)}, "", ""},
+		{"503", []string{"-addr", host(unhealthy.URL)}, "", "503"},
+		{"token sent", []string{"-addr", host(tokenOnly.URL)}, "s3cret", ""},
+		{"token missing", []string{"-addr", host(tokenOnly.URL)}, "", "401"},
+		{"nothing listening", []string{"-addr", closed}, "", "connection refused"},
+		{"no answer in time", []string{"-addr", host(hanging.URL), "-timeout", "200ms"}, "", "did not answer within 200ms"},
+		{"bad flag", []string{"-nope"}, "", "flag provided but not defined"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			getenv := func(k string) string {
+				if k == "FRONTDESK_AUTH_TOKEN" {
+					return tc.token
+				}
+				return ""
+			}
+			err := run(t.Context(), append([]string{"frontdesk", "healthcheck"}, tc.args...), getenv,
+				strings.NewReader(""), &stdout, &stderr)
+			if tc.wantErr == "" {
+				if err != nil || !strings.Contains(stdout.String(), "ok") {
+					t.Fatalf("err %v, stdout %q; want ok", err, stdout.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err %v, want it to mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestMCPStdio drives `frontdesk mcp` as a desktop MCP client would: over
+// its stdin and stdout, with no server running.
+func TestMCPStdio(t *testing.T) {
+	_, cfg, _ := historyData(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"frontdesk", "mcp", "-config", cfg}, func(string) string { return "" }, inR, outW, &stderr)
+		outW.Close()
+	}()
+	c := sdk.NewClient(&sdk.Implementation{Name: "desktop", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "history_search", Arguments: map[string]any{"query": "ecole"}})
+	if err != nil || res.IsError {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	if out := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(out, `"seq":4`) || !strings.Contains(out, "«école»") {
+		t.Errorf("search: %s", out)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "history_recent", Arguments: map[string]any{"n": 10}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "long words here") {
+		t.Errorf("recent: %+v %v", res, err)
+	}
+	cs.Close() // the client goes away: frontdesk mcp ends cleanly
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("frontdesk mcp: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "scanning the chat log") {
+		t.Errorf("stderr %q does not say how it searched", stderr.String())
+	}
+}
+
+// TestMCPStdioAnswersEverythingReadAtEndOfInput pipes requests into
+// `frontdesk mcp` without waiting for answers, as `printf … | frontdesk
+// mcp` does: every request read is answered before it exits (before, the
+// end of input dropped 1 or 2 of the 2 answers), a garbage line and a
+// batch are answered with JSON-RPC errors and the lines after them still
+// run, and a search without hits says "hits":[] as the HTTP API does.
+func TestMCPStdioAnswersEverythingReadAtEndOfInput(t *testing.T) {
+	_, cfg, _ := historyData(t)
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"history_search","arguments":{"query":"zzzunfound"}}}`,
+		`this is not json`,
+		`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"history_search","arguments":{"query":"ecole"}}}`,
+	}, "\n") + "\n"
+	for i := range 20 {
+		var stdout, stderr strings.Builder
+		pr, pw, err := os.Pipe() // as a shell's printf | frontdesk mcp
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = pw.WriteString(input); pw.Close() }()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = run(ctx, []string{"frontdesk", "mcp", "-config", cfg}, func(string) string { return "" }, pr, &stdout, &stderr)
+		cancel()
+		pr.Close()
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, stderr.String())
+		}
+		byID := map[string]string{}
+		for line := range strings.Lines(stdout.String()) {
+			var m struct {
+				ID    json.RawMessage `json:"id"`
+				Error *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("run %d: stdout line %q: %v", i, line, err)
+			}
+			key := string(m.ID)
+			if m.Error != nil {
+				key += fmt.Sprintf("/%d", m.Error.Code)
+			}
+			byID[key] = line
+		}
+		for _, want := range []string{"1", "2", "3", "null/-32700", "null/-32600"} {
+			if byID[want] == "" {
+				t.Fatalf("run %d: no answer %s among %d lines:\n%s", i, want, len(byID), stdout.String())
+			}
+		}
+		if !strings.Contains(byID["2"], `\"hits\":[]`) {
+			t.Errorf("run %d: an empty search answered %s, want \"hits\":[]", i, byID["2"])
+		}
+		if !strings.Contains(byID["3"], `\"seq\":4`) {
+			t.Errorf("run %d: the search after the bad lines answered %s", i, byID["3"])
+		}
 	}
 }

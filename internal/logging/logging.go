@@ -1,4 +1,6 @@
-package main
+// Package logging makes the server's one log stream: slog in the configured
+// format and level, with every secret the server holds redacted.
+package logging
 
 import (
 	"encoding/json"
@@ -11,21 +13,21 @@ import (
 	"github.com/frontdesk-hq/frontdesk/config"
 )
 
-// setupLogging makes the server's one log stream: the configured format
+// Setup makes the server's one log stream: the configured format
 // and level, secrets redacted, written to w. It becomes the process
 // default, so whatever logs through the standard log package (net/http
 // when its ErrorLog is unset, a library) or slog's package functions
 // (httpjson) goes through the same handler. The server owns the process's
 // logging from here on.
-func setupLogging(cfg config.Config, getenv func(string) string, w io.Writer) *slog.Logger {
-	logger := newLogger(cfg.Log, newRedactor(w, secrets(cfg, getenv)))
+func Setup(cfg config.Config, getenv func(string) string, w io.Writer) *slog.Logger {
+	logger := New(cfg.Log, newRedactor(w, secrets(cfg, getenv)))
 	slog.SetDefault(logger)
 	return logger
 }
 
-// newLogger returns the one logger every part of the server writes to, in
+// New returns the one logger every part of the server writes to, in
 // the format and at the level of the log section (validated by config).
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
+func New(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
 		level = slog.LevelInfo
