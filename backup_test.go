@@ -137,7 +137,7 @@ func TestBackupWhileTurnStreams(t *testing.T) {
 		SessionID string `json:"session_id"`
 		LastSeq   int64  `json:"last_seq"`
 	}
-	getJSON(t, srv.url+"/api/session", &info)
+	testio.GetJSON(t, srv.url+"/api/session", &info)
 
 	// A WebSocket client tells the poster when a turn ended and the test
 	// when one is streaming.
@@ -327,14 +327,14 @@ func TestBackupWhileTurnStreams(t *testing.T) {
 	// A server on the restored data: same session, seq goes on, it answers.
 	srv2 := runServer(t, "-config", cfg, "-data", restored)
 	var health map[string]string
-	if code := getJSON(t, srv2.url+"/healthz", &health); code != 200 {
+	if code := testio.GetJSON(t, srv2.url+"/healthz", &health); code != 200 {
 		t.Fatalf("/healthz on the restored data = %d %v", code, health)
 	}
 	var info2 struct {
 		SessionID string `json:"session_id"`
 		LastSeq   int64  `json:"last_seq"`
 	}
-	getJSON(t, srv2.url+"/api/session", &info2)
+	testio.GetJSON(t, srv2.url+"/api/session", &info2)
 	if info2.SessionID != info.SessionID || info2.LastSeq < prev {
 		t.Fatalf("restored session %s at seq %d, want %s at seq ≥ %d", info2.SessionID, info2.LastSeq, info.SessionID, prev)
 	}

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,19 +82,6 @@ func TestRunSubcommands(t *testing.T) {
 			}
 		})
 	}
-}
-
-func getJSON(t *testing.T, url string, v any) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode
 }
 
 // mcp.max_tools counts every built-in tool a turn gets — the history

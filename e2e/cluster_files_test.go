@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // uploadTo posts body as an attachment named name to a node.
@@ -136,7 +137,7 @@ func trioSeqs(t *testing.T, nodes []*clusterProc) int64 {
 			var s struct {
 				LastSeq int64 `json:"last_seq"`
 			}
-			getJSON(t, n.p.url+"/api/session", &s)
+			testio.GetJSON(t, n.p.url+"/api/session", &s)
 			seqs[s.LastSeq] = true
 			tail, _, err := history.ReadTail(filepath.Join(n.data, "chat_history.ndjson"), 1)
 			if err != nil {
@@ -218,7 +219,7 @@ func checkRestoredAsSingle(t *testing.T, n *clusterProc, seq int64) {
 	var cluster struct {
 		SessionID string `json:"session_id"`
 	}
-	getJSON(t, n.p.url+"/api/session", &cluster)
+	testio.GetJSON(t, n.p.url+"/api/session", &cluster)
 	data := filepath.Join(t.TempDir(), "restored")
 	archive := filepath.Join(t.TempDir(), "backup.tar.gz")
 	for _, args := range [][]string{{"backup", "-o", archive, "-config", n.cfg}, {"restore", "-data", data, archive}} {
@@ -232,7 +233,7 @@ func checkRestoredAsSingle(t *testing.T, n *clusterProc, seq int64) {
 		LastSeq   int64  `json:"last_seq"`
 		Cluster   any    `json:"cluster"`
 	}
-	getJSON(t, single.url+"/api/session", &s)
+	testio.GetJSON(t, single.url+"/api/session", &s)
 	if s.SessionID != cluster.SessionID || s.LastSeq != seq || s.Cluster != nil {
 		t.Errorf("restored as a single node: %+v, want session %s up to seq %d, no cluster", s, cluster.SessionID, seq)
 	}

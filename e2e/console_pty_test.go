@@ -20,6 +20,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/vtscreen"
 )
 
@@ -246,12 +247,12 @@ func TestConsoleREPL(t *testing.T) {
 	var info struct {
 		LastSeq int64 `json:"last_seq"`
 	}
-	if code := getJSON(t, url+"/api/session", &info); code != 200 || info.LastSeq == 0 {
+	if code := testio.GetJSON(t, url+"/api/session", &info); code != 200 || info.LastSeq == 0 {
 		t.Fatalf("server after /quit: %d %+v", code, info)
 	}
 	// "never sent" was cleared by Ctrl-C and never reached the session.
 	var hist struct{ Hits []json.RawMessage }
-	getJSON(t, url+"/api/history/search?q=never+sent", &hist)
+	testio.GetJSON(t, url+"/api/history/search?q=never+sent", &hist)
 	if len(hist.Hits) != 0 {
 		t.Fatalf("the cleared line was sent: %s", hist.Hits)
 	}
@@ -271,7 +272,7 @@ func TestConsoleCtrlDEndsREPLOnly(t *testing.T) {
 	tm.typeText("\x04")
 	tm.waitFor(`console closed`, 1)
 	var health map[string]string
-	if code := getJSON(t, url+"/healthz", &health); code != 200 {
+	if code := testio.GetJSON(t, url+"/healthz", &health); code != 200 {
 		t.Fatalf("healthz after Ctrl-D: %d", code)
 	}
 }
@@ -285,7 +286,7 @@ func TestConsoleOnPipeEndsAtEOFServerKeepsServing(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var hist struct{ Hits []json.RawMessage }
-		getJSON(t, p.url+"/api/history/search?q=from+a+pipe", &hist)
+		testio.GetJSON(t, p.url+"/api/history/search?q=from+a+pipe", &hist)
 		if len(hist.Hits) > 0 {
 			break
 		}
@@ -295,7 +296,7 @@ func TestConsoleOnPipeEndsAtEOFServerKeepsServing(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var health map[string]string
-	if code := getJSON(t, p.url+"/healthz", &health); code != 200 {
+	if code := testio.GetJSON(t, p.url+"/healthz", &health); code != 200 {
 		t.Fatalf("healthz after stdin EOF: %d", code)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // TestKill9NeverLosesAnAcknowledgedInput kills the server with SIGKILL at
@@ -88,7 +89,7 @@ func TestKill9NeverLosesAnAcknowledgedInput(t *testing.T) {
 	// the whole log.
 	p := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 	var health map[string]string
-	getJSON(t, p.url+"/healthz", &health)
+	testio.GetJSON(t, p.url+"/healthz", &health)
 	p.stop(t, syscall.SIGTERM)
 
 	r := history.NewReader(filepath.Join(dir, "state", "chat_history.ndjson"))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testnpm"
 )
 
@@ -35,7 +36,7 @@ func TestDemoCallsAnMCPToolAfterApproval(t *testing.T) {
 		var s struct {
 			MCPServers []struct{ State string } `json:"mcp_servers"`
 		}
-		if getJSON(t, p.url+"/api/session", &s) == 200 && len(s.MCPServers) == 1 && s.MCPServers[0].State == "ready" {
+		if testio.GetJSON(t, p.url+"/api/session", &s) == 200 && len(s.MCPServers) == 1 && s.MCPServers[0].State == "ready" {
 			break
 		}
 		select {

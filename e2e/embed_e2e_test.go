@@ -16,6 +16,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // searchAnswer is GET /api/history/search's answer, as far as these tests
@@ -33,7 +34,7 @@ type searchAnswer struct {
 func searchAPI(t *testing.T, p *proc, q string) searchAnswer {
 	t.Helper()
 	var a searchAnswer
-	if code := getJSON(t, p.url+"/api/history/search?q="+url.QueryEscape(q), &a); code != http.StatusOK {
+	if code := testio.GetJSON(t, p.url+"/api/history/search?q="+url.QueryEscape(q), &a); code != http.StatusOK {
 		t.Fatalf("search %q: status %d", q, code)
 	}
 	return a

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 var (
@@ -169,19 +169,6 @@ func (p *proc) stop(t *testing.T, sig syscall.Signal) (time.Duration, error) {
 	return 0, nil
 }
 
-func getJSON(t *testing.T, url string, v any) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode
-}
-
 func TestBinaryServesAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	// The demo agent streams slowly so SIGTERM lands mid-turn.
@@ -190,7 +177,7 @@ func TestBinaryServesAndStopsCleanly(t *testing.T) {
 	p := startBinary(t, dir, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 
 	var health map[string]string
-	if code := getJSON(t, p.url+"/healthz", &health); code != 200 || health["status"] != "ok" {
+	if code := testio.GetJSON(t, p.url+"/healthz", &health); code != 200 || health["status"] != "ok" {
 		t.Fatalf("/healthz = %d %v", code, health)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -264,7 +251,7 @@ func TestBinaryServesAndStopsCleanly(t *testing.T) {
 		SessionID string `json:"session_id"`
 		LastSeq   int64  `json:"last_seq"`
 	}
-	getJSON(t, p2.url+"/api/session", &info)
+	testio.GetJSON(t, p2.url+"/api/session", &info)
 	if info.LastSeq != evs[len(evs)-1].Seq {
 		t.Fatalf("last_seq after restart = %d, want %d", info.LastSeq, evs[len(evs)-1].Seq)
 	}

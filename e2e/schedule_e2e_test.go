@@ -15,6 +15,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // wsWatch dials the binary's /ws and returns a function that reads frames
@@ -121,7 +122,7 @@ func TestScheduleFiringSurvivesKill9(t *testing.T) {
 			// answered as a duplicate): the one-shot then leaves the list.
 			for deadline := time.Now().Add(10 * time.Second); ; {
 				var list struct{ Schedules []any }
-				getJSON(t, p.url+"/api/schedules", &list)
+				testio.GetJSON(t, p.url+"/api/schedules", &list)
 				if len(list.Schedules) == 0 {
 					break
 				}
@@ -209,7 +210,7 @@ func TestBinaryStartsWithDamagedSchedules(t *testing.T) {
 		Status  string   `json:"status"`
 		Reasons []string `json:"reasons"`
 	}
-	if code := getJSON(t, p.url+"/healthz", &health); code != http.StatusOK || health.Status != "degraded" ||
+	if code := testio.GetJSON(t, p.url+"/healthz", &health); code != http.StatusOK || health.Status != "degraded" ||
 		len(health.Reasons) != 1 || !strings.Contains(health.Reasons[0], "schedules.json.damaged-") {
 		t.Fatalf("/healthz %d %+v, want 200 degraded naming the kept file", code, health)
 	}
@@ -219,7 +220,7 @@ func TestBinaryStartsWithDamagedSchedules(t *testing.T) {
 			File, Message string
 		} `json:"damaged"`
 	}
-	getJSON(t, p.url+"/api/schedules", &list)
+	testio.GetJSON(t, p.url+"/api/schedules", &list)
 	if len(list.Schedules) != 0 || list.Damaged.File == "" || list.Damaged.Message != health.Reasons[0] {
 		t.Fatalf("/api/schedules %+v, want none and the damage", list)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // TestShutdownWithAClientThatDoesNotRead: a WebSocket client that never
@@ -89,7 +91,7 @@ func TestShutdownWithDeafMCPServers(t *testing.T) {
 		var s struct {
 			MCPServers []struct{ State string } `json:"mcp_servers"`
 		}
-		getJSON(t, p.url+"/api/session", &s)
+		testio.GetJSON(t, p.url+"/api/session", &s)
 		ready := 0
 		for _, m := range s.MCPServers {
 			if m.State == "ready" {

@@ -17,6 +17,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // shown is every event of the shared stream that WebSocket clients were
@@ -180,7 +181,7 @@ func TestFullDiskReplyIsNotDone(t *testing.T) {
 		t.Fatalf("an input on the still-full disk: %d %s, want 507", code, body)
 	}
 	var health struct{ Status string }
-	if code := getJSON(t, p.url+"/healthz", &health); code != http.StatusServiceUnavailable {
+	if code := testio.GetJSON(t, p.url+"/healthz", &health); code != http.StatusServiceUnavailable {
 		t.Fatalf("/healthz on a full disk: %d %+v", code, health)
 	}
 

@@ -1,6 +1,6 @@
 // Package testio holds I/O helpers the root package's tests and the
 // binary-level tests (e2e) both use: a buffer several goroutines may
-// write (a process's output), and a walk over a backup archive. Tests
+// write (a process's output), a walk over a backup archive, and a GET of JSON. Tests
 // only.
 package testio
 
@@ -8,8 +8,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -57,4 +59,19 @@ func WalkArchive(t testing.TB, path string, fn func(*tar.Header, io.Reader)) {
 		}
 		fn(h, tr)
 	}
+}
+
+// GetJSON GETs url, decodes its JSON body into v and returns the status;
+// a failed request or a body that is no JSON fails the test.
+func GetJSON(t testing.TB, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode
 }
