@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
-	"github.com/frontdesk-hq/frontdesk/offline"
 )
 
 const historyUsage = `usage: frontdesk history recent [-n 20] [flags]
@@ -99,7 +99,7 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	env := historyEnv{
 		cfg: cfg, r: history.NewReader(path), words: words, stderr: stderr,
-		out: &offline.Printer{W: stdout, Note: stderr, JSON: *asJSON, Width: termWidth(getenv)},
+		out: &datadir.Printer{W: stdout, Note: stderr, JSON: *asJSON, Width: termWidth(getenv)},
 	}
 	st, err := cmd.run(env)
 	if err != nil {
@@ -122,7 +122,7 @@ type historyCmd interface {
 type historyEnv struct {
 	cfg    config.Config
 	r      *history.Reader
-	out    *offline.Printer
+	out    *datadir.Printer
 	stderr io.Writer
 	words  []string // the arguments that are not flags (search's query)
 }
@@ -196,7 +196,7 @@ func (c *historySearch) run(env historyEnv) (history.Stats, error) {
 	if strings.TrimSpace(q) == "" {
 		return none, errors.New("history search: missing QUERY (see frontdesk history -h)")
 	}
-	oh := offline.NewHistory(env.cfg, env.stderr)
+	oh := datadir.NewHistory(env.cfg, env.stderr)
 	defer oh.Close()
 	res, err := oh.SearchIndex(context.Background(), q, index.Options{Limit: c.limit})
 	if err != nil {

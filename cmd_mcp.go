@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/mcp"
-	"github.com/frontdesk-hq/frontdesk/offline"
 )
 
 // runMCP runs "frontdesk mcp": the history tools (history_search,
@@ -40,7 +40,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	oh := offline.NewHistory(cfg, stderr)
+	oh := datadir.NewHistory(cfg, stderr)
 	defer oh.Close()
 	return mcp.ServeStdio(ctx, mcp.NewServer(version, hub.HistoryTools(oh, "")), stdin, stdout)
 }

@@ -1,7 +1,10 @@
 // Package datadir opens what a data directory holds beside the chat log and is
-// derived from it: the search index (its file, its follower, the memory
-// items it indexes). The server, frontdesk backup/restore and the offline
-// reads of package offline share it, so that they agree on where it lives.
+// derived from it — the search index (its file, its follower, the memory
+// items it indexes), shared by the server and frontdesk backup/restore so
+// that they agree on where it lives — and reads a data directory without
+// the server (which may be running or stopped): History is the history
+// tools' source for `frontdesk mcp` and the search of `frontdesk history
+// search`; Printer prints events and hits for `frontdesk history`.
 package datadir
 
 import (

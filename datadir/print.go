@@ -1,4 +1,4 @@
-package offline
+package datadir
 
 import (
 	"encoding/json"

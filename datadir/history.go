@@ -1,8 +1,4 @@
-// Package offline reads a data directory without the server (which may be
-// running or stopped): History is the history tools' source for
-// `frontdesk mcp` and the search of `frontdesk history search`; Printer
-// prints events and hits for `frontdesk history`.
-package offline
+package datadir
 
 import (
 	"context"
@@ -13,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/frontdesk-hq/frontdesk/config"
-	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -91,7 +86,7 @@ func (o *History) SearchIndex(ctx context.Context, query string, opts index.Opti
 			return o.fileResult(ctx, res, err)
 		}
 		// Damage a query read: answer from the log, as with no index.
-		fmt.Fprintf(o.note, "frontdesk: the index %s is damaged (%v); scanning the chat log\n", datadir.IndexPath(o.cfg), err)
+		fmt.Fprintf(o.note, "frontdesk: the index %s is damaged (%v); scanning the chat log\n", IndexPath(o.cfg), err)
 		o.ix.Close()
 		o.useMemory()
 	}
@@ -121,7 +116,7 @@ func (o *History) fileResult(ctx context.Context, res index.Result, err error) (
 // open opens the index file read-only if it is usable, else an empty
 // in-memory index that catchUp fills.
 func (o *History) open(ctx context.Context) {
-	path := datadir.IndexPath(o.cfg)
+	path := IndexPath(o.cfg)
 	ix, err := index.OpenReadOnly(path)
 	if err == nil {
 		if _, err = ix.LastSeq(ctx); err == nil {
@@ -174,7 +169,7 @@ func (o *History) catchUp(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
-	docs, err := datadir.MemoryDocs(items)()
+	docs, err := MemoryDocs(items)()
 	if err != nil {
 		return nil
 	}
