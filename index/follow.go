@@ -66,6 +66,7 @@ type Follower struct {
 	embWake  chan struct{} // documents may lack vectors
 	gen      atomic.Uint64 // counts the index's replacements (rebuild)
 	semPause atomic.Int64  // unix ns until which searches skip the embeddings server
+	sem      semState      // how search by meaning fares (semantic_status.go)
 }
 
 // batchEvents is how many events one catch-up transaction takes.
