@@ -294,3 +294,51 @@ func TestEmbedDimensionAlternates(t *testing.T) {
 		t.Errorf("the server got %d more requests after search by meaning stopped", again-req)
 	}
 }
+
+// TestHitsSayHowFound: in a hybrid search each hit says whether its words
+// or its meaning found it, and a memory hit names its item (the "[id]"
+// its text starts with), wherever in the text the words matched.
+func TestHitsSayHowFound(t *testing.T) {
+	dir := t.TempDir()
+	c := newChatLog(t, dir, 5)
+	c.turn("I bought a new automobile last weekend, a blue hatchback.", "Congratulations, enjoy it.")
+	c.log.Sync()
+	mem := func() ([]index.Doc, error) {
+		return []index.Doc{{TS: t0, Content: "[m7] " + strings.Repeat("Some padding words before the point. ", 8) + "Our babysitter Lena comes on Saturday."}}, nil
+	}
+	srv := embedtest.NewServer()
+	defer srv.Close()
+	f, _ := embedFollower(t, dir, c.seq, mem, embedClient(t, srv, "fake", 8), io.Discard)
+	caughtUp(t, f, "automobile")
+	if err := f.AwaitEmbeddedForTest(30*time.Second, int64(c.msgs)+1); err != nil {
+		t.Fatal(err)
+	}
+	res := mustSearch(t, f, "which car did I purchase")
+	if len(res.Hits) == 0 || res.Hits[0].Found != index.FoundMeaning || !strings.Contains(res.Hits[0].Snippet, "automobile") {
+		t.Errorf("a paraphrase: %+v; want the automobile found by meaning", res.Hits)
+	}
+	res = mustSearch(t, f, "automobile hatchback")
+	if len(res.Hits) == 0 || res.Hits[0].Found != index.FoundBoth {
+		t.Errorf("the words themselves: %+v; want found by words and meaning", res.Hits)
+	}
+	res = mustSearch(t, f, "type:memory babysitter")
+	if len(res.Hits) != 1 || res.Hits[0].Item != "m7" || strings.Contains(res.Hits[0].Snippet, "[m7]") {
+		t.Errorf("a memory hit: %+v; want item m7 (its snippet starts past the id)", res.Hits)
+	}
+	// Keywords only (no embeddings): no "found", the item still named.
+	ix, err := index.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	docs, _ := mem()
+	if err := ix.UpdateMemory(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = ix.Search(context.Background(), "type:memory babysitter", index.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || res.Hits[0].Item != "m7" || res.Hits[0].Found != "" {
+		t.Errorf("keywords only: %+v; want item m7, found unset", res.Hits)
+	}
+}
