@@ -189,6 +189,7 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	if _, err := items.Apply(e); err != nil {
 		panic(fmt.Sprintf("hub: apply own memory_changed: %v", err)) // the hub encoded it
 	}
+	m.indexed(e.Seq) // now: a search that waits for this seq finds the item as changed
 	m.saveItems("seq", e.Seq, "action", d.Action, "id", d.ID)
 	m.deliver(e)
 	if m.cfg.Index != nil {

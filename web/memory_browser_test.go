@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 
 	// Add.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-new"), "I take my coffee black"), chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
-	p.wait("the new item listed by web, the box emptied", jsMemTexts+` === 'I take my coffee black|my cat is called Miso' && document.querySelector('#memory-new').value === '' &&
+	p.wait("the new item listed by web, the box emptied", jsMemTexts+` === 'my cat is called Miso|I take my coffee black' && document.querySelector('#memory-new').value === '' &&
 		/^by web · saved /.test(`+jsMemItem("I take my coffee black")+`.querySelector('.mem-meta').textContent)`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Miso|I take my coffee black" {
 		t.Fatalf("server after add: %q", got)
@@ -95,8 +96,11 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	// Search within.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), "COFFEE"))
 	p.wait("only the match", jsMemTexts+` === 'I take my coffee black' && document.querySelector('#memory-status').textContent === '1 of 2 match.'`)
+	// As search does: no item has both words, so the ones with some.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), " zebra"))
-	p.wait("no match said", jsMemTexts+` === '' && /Nothing in memory matches “COFFEE zebra”/.test(document.querySelector('#memory-status').textContent)`)
+	p.wait("partial matches said", jsMemTexts+` === 'I take my coffee black' && /^1 of 2 match. \(no item has every word/.test(document.querySelector('#memory-status').textContent)`)
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#memory-filter'); f.value = 'zebra pelican'; f.dispatchEvent(new Event('input')); })()`))
+	p.wait("no match said", jsMemTexts+` === '' && /Nothing in memory matches “zebra pelican”/.test(document.querySelector('#memory-status').textContent)`)
 	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#memory-filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`))
 	p.wait("both again", jsMemTexts+` === 'my cat is called Mochi|I take my coffee black' || `+jsMemTexts+` === 'I take my coffee black|my cat is called Mochi'`)
 
@@ -108,7 +112,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 		t.Fatalf("server after forget: %q", got)
 	}
 	p.do(chromedp.Click(chromedp.CSS("#memory-undo-btn")))
-	p.wait("back after undo", jsMemTexts+` === 'I take my coffee black|my cat is called Mochi' && document.querySelector('#memory-undo').hidden`)
+	p.wait("back after undo", jsMemTexts+` === 'my cat is called Mochi|I take my coffee black' && document.querySelector('#memory-undo').hidden`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Mochi|I take my coffee black" {
 		t.Fatalf("server after undo: %q", got)
 	}
@@ -199,4 +203,45 @@ func TestBrowserMemoryFromTheDemo(t *testing.T) {
 	if n := len(memTexts(t, e)); n != 0 {
 		t.Fatalf("%d items after the demo's forget", n)
 	}
+}
+
+// TestBrowserMemoryIDsOrderAndFilter: the panel shows each item's id (the
+// one /forget takes), lists the items in GET /api/memory's order (by id,
+// as /memory in the terminal), and its filter finds what type:memory
+// search finds: "facts" finds the three items about a fact (stemmed), as
+// the search does, not nothing (the panel once matched the letters).
+func TestBrowserMemoryIDsOrderAndFilter(t *testing.T) {
+	e := startMemory(t, web.Options{})
+	for _, text := range []string{"one fact about Ann: she runs the launch", "my cat is called Miso",
+		"a fact about Bob: he is on leave", "the last fact: the office closes at six"} {
+		memSave(t, e, text)
+	}
+	if _, err := e.hub.MemoryEdit(context.Background(), "m2", "my cat is called Mochi", "web"); err != nil {
+		t.Fatal(err) // the newest change: it still lists second
+	}
+	r := do(t, request(t, "GET", e.srv.URL+"/api/history/search?q="+url.QueryEscape("facts type:memory"), ""))
+	hits, _ := r.body["hits"].([]any)
+	if r.status != http.StatusOK || len(hits) != 3 {
+		t.Fatalf("search facts type:memory: %d %s; want 3 hits", r.status, r.raw)
+	}
+
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", e.srv.URL+"/")
+	p.wait("connected", jsConnected)
+	p.do(chromedp.Click(chromedp.CSS("#memory-open")))
+	const jsIDs = `[...document.querySelectorAll('#memory-list li')].map((li) => li.querySelector('.mem-id').textContent + '=' + li.dataset.id).join(' ')`
+	p.wait("the ids shown, in id order", jsIDs+` === 'm1=m1 m2=m2 m3=m3 m4=m4' && `+jsMemTexts+`.startsWith('one fact about Ann')`)
+	var api []string
+	for _, it := range memoryItems(t, e) {
+		api = append(api, it.ID+"="+it.ID)
+	}
+	if got := eval[string](p, jsIDs); got != strings.Join(api, " ") {
+		t.Errorf("the panel lists %q, GET /api/memory %q", got, api)
+	}
+	if !eval[bool](p, `(() => { const r = document.querySelector('#memory-list li .mem-id').getBoundingClientRect(); return r.width > 0 && r.height > 0; })()`) {
+		t.Error("the id is not visible")
+	}
+
+	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), "facts"))
+	p.wait("the three items search finds", jsIDs+` === 'm1=m1 m3=m3 m4=m4' && document.querySelector('#memory-status').textContent === '3 of 4 match.'`)
 }
