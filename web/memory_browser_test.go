@@ -6,9 +6,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/embed"
+	"github.com/frontdesk-hq/frontdesk/embed/embedtest"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -244,4 +248,55 @@ func TestBrowserMemoryIDsOrderAndFilter(t *testing.T) {
 
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), "facts"))
 	p.wait("the three items search finds", jsIDs+` === 'm1=m1 m3=m3 m4=m4' && document.querySelector('#memory-status').textContent === '3 of 4 match.'`)
+}
+
+// TestBrowserSearchSaysByMeaning: with search by meaning on, a hit found
+// by what it means (none of the words typed is in it) says "found by
+// meaning"; with the embeddings server gone, the results say search by
+// meaning is unavailable and the hits are by words only.
+func TestBrowserSearchSaysByMeaning(t *testing.T) {
+	emb := embedtest.NewServer()
+	defer emb.Close()
+	c, err := embed.New(embed.Options{BaseURL: emb.BaseURL(), Model: "fake", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startMemoryEmbed(t, web.Options{}, &agent.Demo{}, c)
+	memSave(t, e, "I bought a new automobile last weekend, a blue hatchback.")
+	memSave(t, e, "The dentist moved my appointment to Tuesday.")
+	// Until the items have vectors, the paraphrase finds nothing by meaning.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		served := emb.Served()
+		r := do(t, request(t, "GET", e.srv.URL+"/api/history/search?q="+url.QueryEscape("which car did I purchase"), ""))
+		if strings.Contains(r.raw, `"found":"meaning"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never found by meaning: %s", r.raw)
+		}
+		select {
+		case <-served:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", e.srv.URL+"/")
+	p.wait("connected", jsConnected)
+	p.do(chromedp.Click(chromedp.CSS("#search-open")), chromedp.SendKeys(chromedp.CSS("#search-input"), "which car did I purchase"))
+	p.wait("the hit found by meaning", `(() => {
+		const r = [...document.querySelectorAll('#search-results li[role=option]')];
+		return r.length >= 1 && r[0].textContent.includes('automobile') && r[0].querySelector('.found-meaning') &&
+			r[0].querySelector('.found-meaning').textContent === 'found by meaning' && !/unavailable/.test(document.querySelector('#search-status').textContent);
+	})()`)
+
+	emb.CloseClientConnections()
+	emb.Listener.Close()
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#search-input'); f.value = 'dentist'; f.dispatchEvent(new Event('input')); })()`))
+	p.wait("unavailable said", `(() => {
+		const r = [...document.querySelectorAll('#search-results li[role=option]')];
+		return r.length === 1 && r[0].textContent.includes('dentist') && !r[0].querySelector('.found-meaning') &&
+			/Search by meaning is unavailable now: matching words only\./.test(document.querySelector('#search-status').textContent);
+	})()`)
 }
