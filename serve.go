@@ -237,7 +237,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if err != nil {
 		return nil, err
 	}
-	a := &app{tools: newMCPManager(cfg, getenv, logger)}
+	a := &app{tools: newMCPManager(cfg, getenv, logger), search: st.search}
 	var lg hub.Log = st.chatLog
 	var link hub.Cluster
 	if node != nil {
@@ -246,9 +246,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 	a.hub = newHub(cfg, logger, st, ag, a.turnTools, lg, link)
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(a.hub.Collectors()...)
-	a.search = st.search
-	registry.MustRegister(datadir.SemanticCollector(st.search))
+	registry.MustRegister(append(a.hub.Collectors(), datadir.SemanticCollector(st.search))...)
 	if a.clusterMetrics != nil {
 		registry.MustRegister(a.clusterMetrics.Collectors()...)
 	}
