@@ -176,6 +176,7 @@ func TestEmbedAnswerBoundedWhileRead(t *testing.T) {
 		t.Fatalf("err = %v; want the answer refused as too long", err)
 	}
 	got := <-written
+	t.Logf("the server wrote %d KB before the client stopped reading (bound %d KB)", got>>10, (embed.MaxDim*16+128+64<<10)>>10)
 	// One text's bound is about 200 KB; loopback socket buffers hold a few MB.
 	if got > 32<<20 {
 		t.Errorf("the server wrote %d MB before the client stopped reading; want it stopped near the bound (a few MB at most)", got>>20)

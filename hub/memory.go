@@ -391,7 +391,9 @@ func (m *SessionManager) noteUses(res SearchResult) {
 	}
 	var ids []string
 	for _, h := range res.Hits {
-		if h.Type == index.TypeMemory {
+		if h.Type == index.TypeMemory && h.Item != "" {
+			ids = append(ids, h.Item) // named even when the snippet starts past its "[id]"
+		} else if h.Type == index.TypeMemory {
 			ids = append(ids, memory.IDsIn(h.Snippet)...)
 		}
 	}
