@@ -225,6 +225,7 @@ type app struct {
 	state    *clusterhub.HolderFiles // a cluster node's replicated files; nil on a single node
 
 	clusterMetrics *clusterhub.Metrics // a cluster node's
+	search         *index.Follower     // for /healthz's reasons
 }
 
 // wire builds the agent, the hub and every door over st.
@@ -237,7 +238,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if err != nil {
 		return nil, err
 	}
-	a := &app{tools: mcp.FromConfig(version, cfg.MCP.Servers, getenv, logger)}
+	a := &app{tools: mcp.FromConfig(version, cfg.MCP.Servers, getenv, logger), search: st.search}
 	var lg hub.Log = st.chatLog
 	var link hub.Cluster
 	if node != nil {
@@ -246,7 +247,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 	a.hub = newHub(cfg, logger, st, ag, a.turnTools, lg, link)
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(a.hub.Collectors()...)
+	registry.MustRegister(append(a.hub.Collectors(), datadir.SemanticCollector(st.search))...)
 	if a.clusterMetrics != nil {
 		registry.MustRegister(a.clusterMetrics.Collectors()...)
 	}
@@ -310,12 +311,17 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 }
 
 // warnings is what /healthz reports as reasons while the desk still
-// works: a damaged schedules.json kept aside at start.
+// works: a damaged schedules.json kept aside at start, search by meaning
+// failing or stopped.
 func (a *app) warnings() []string {
+	var w []string
 	if d := a.sched.Damage(); d != nil {
-		return []string{d.Message()}
+		w = append(w, d.Message())
 	}
-	return nil
+	if s := datadir.SemanticWarning(a.search); s != "" {
+		w = append(w, s)
+	}
+	return w
 }
 
 // newHub makes the session over the stores; tools supplies each turn's

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -49,8 +50,30 @@ type Client struct {
 	url  string
 }
 
-// maxAnswerBytes bounds an answer: 2048 texts of 4096 floats in JSON fit.
-const maxAnswerBytes = 256 << 20
+// MaxDim is the largest vector dimension accepted. The largest embedding
+// models in use answer 4096 (OpenAI's text-embedding-3-large: 3072); a
+// vector of 8192 floats is already 32 KiB a document in memory and on
+// disk. A server answering more is broken or not an embedding model, and
+// it would make every search scan that many floats a document.
+const MaxDim = 8192
+
+// Bounds of an answer, read as it arrives (never buffered whole before it
+// is checked). A float32 in JSON takes at most 16 bytes
+// ("-1.2345678e-38, "), an item's envelope ({"object":"embedding",
+// "index":N,"embedding":[…]}) well under 128, the answer's own ("model",
+// "usage", …) under 64 KiB: a batch of n texts is at most
+// n × (MaxDim × 16 + 128) + 64 KiB — 8.4 MB for the default batch of 64.
+const (
+	maxFloatBytes   = 16
+	maxItemOverhead = 128
+	answerSlack     = 64 << 10
+)
+
+// maxAnswerBytes is the most bytes the answer for a batch of n texts may
+// take.
+func maxAnswerBytes(n int) int64 {
+	return int64(n)*(MaxDim*maxFloatBytes+maxItemOverhead) + answerSlack
+}
 
 // New returns a client for opts.
 func New(opts Options) (*Client, error) {
@@ -135,15 +158,12 @@ func (c *Client) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		return nil, fmt.Errorf("embeddings from %s: %w", c.url, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	b, err := c.readAnswer(ctx, resp, maxAnswerBytes(len(texts)))
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("embeddings from %s: the answer did not finish within %s", c.url, c.opts.Timeout)
-		}
-		return nil, fmt.Errorf("embeddings from %s: read answer: %w", c.url, err)
+		return nil, err
 	}
-	if len(b) > maxAnswerBytes {
-		return nil, fmt.Errorf("embeddings from %s: the answer is over %d bytes", c.url, maxAnswerBytes)
+	if looksHTML(resp.Header.Get("Content-Type"), b) {
+		return nil, c.htmlError(resp.StatusCode)
 	}
 	var a answer
 	jerr := json.Unmarshal(b, &a)
@@ -154,6 +174,51 @@ func (c *Client) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		return nil, fmt.Errorf("embeddings from %s: the answer is not OpenAI embeddings JSON: %v", c.url, jerr)
 	}
 	return c.vectors(a, len(texts))
+}
+
+// readAnswer reads the answer's body, at most limit bytes: an answer
+// that says or turns out to be longer is refused as soon as it passes the
+// bound, and what was read of it dropped.
+func (c *Client) readAnswer(ctx context.Context, resp *http.Response, limit int64) ([]byte, error) {
+	over := func() error {
+		return fmt.Errorf("embeddings from %s: the answer is over %d bytes (the most a batch's vectors of up to %d dimensions take): refused", c.url, limit, MaxDim)
+	}
+	if resp.ContentLength > limit {
+		return nil, over()
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("embeddings from %s: the answer did not finish within %s", c.url, c.opts.Timeout)
+		}
+		return nil, fmt.Errorf("embeddings from %s: read answer: %w", c.url, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, over()
+	}
+	return b, nil
+}
+
+// looksHTML reports whether an answer is a web page rather than JSON: a
+// base_url that names the server's root, not its API, gets its home or
+// error page.
+func looksHTML(contentType string, body []byte) bool {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt == "text/html" {
+		return true
+	}
+	b := bytes.TrimSpace(body)
+	return len(b) > 0 && b[0] == '<'
+}
+
+// htmlError is the one sentence for an HTML answer, suggesting the path
+// the API usually lives under.
+func (c *Client) htmlError(code int) error {
+	base := strings.TrimRight(c.opts.BaseURL, "/")
+	hint := "is search.embeddings.base_url the API root (the URL that ends in /v1)?"
+	if !strings.HasSuffix(base, "/v1") && !strings.HasSuffix(base, "/embeddings") {
+		hint = "is search.embeddings.base_url missing /v1 (try " + base + "/v1)?"
+	}
+	return fmt.Errorf("embeddings from %s: %d %s: the server answered HTML, not JSON: %s", c.url, code, http.StatusText(code), hint)
 }
 
 // statusError explains an answer that is not 200.
@@ -187,6 +252,9 @@ func (c *Client) vectors(a answer, n int) ([][]float32, error) {
 	for _, d := range a.Data {
 		if d.Index < 0 || d.Index >= n || out[d.Index] != nil {
 			return nil, fmt.Errorf("embeddings from %s: bad or repeated index %d", c.url, d.Index)
+		}
+		if len(d.Embedding) > MaxDim {
+			return nil, fmt.Errorf("embeddings from %s: a vector of %d dimensions; at most %d are taken (no embedding model answers more): is search.embeddings.model an embedding model?", c.url, len(d.Embedding), MaxDim)
 		}
 		if len(d.Embedding) == 0 || len(d.Embedding) != len(a.Data[0].Embedding) {
 			return nil, fmt.Errorf("embeddings from %s: vectors of different dimensions (%d and %d)", c.url, len(a.Data[0].Embedding), len(d.Embedding))

@@ -148,3 +148,96 @@ func BenchmarkEmbedThroughput(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "texts/s")
 }
+
+// TestEmbedAnswerBoundedWhileRead: a server that answers without end is
+// refused once the answer passes the most a batch's vectors can take; the
+// client stops reading there (the server could write little more than
+// the bound and the socket buffers), it does not buffer the answer first.
+func TestEmbedAnswerBoundedWhileRead(t *testing.T) {
+	const giveUp = 1 << 30 // the server stops here if the client never does
+	written := make(chan int64, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		n, _ := w.Write([]byte(`{"data":[{"index":0,"embedding":[`))
+		total := int64(n)
+		chunk := []byte(strings.Repeat("0.125,", 10922)) // 64 KiB
+		for total < giveUp {
+			n, err := w.Write(chunk)
+			total += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		written <- total
+	}))
+	defer srv.Close()
+	_, err := newClient(t, srv.URL+"/v1", 8, time.Minute).Embed(context.Background(), []string{"hello"})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("err = %v; want the answer refused as too long", err)
+	}
+	got := <-written
+	t.Logf("the server wrote %d KB before the client stopped reading (bound %d KB)", got>>10, (embed.MaxDim*16+128+64<<10)>>10)
+	// One text's bound is about 200 KB; loopback socket buffers hold a few MB.
+	if got > 32<<20 {
+		t.Errorf("the server wrote %d MB before the client stopped reading; want it stopped near the bound (a few MB at most)", got>>20)
+	}
+}
+
+// TestEmbedDimensionCapped: a vector of more than 8192
+// dimensions is refused with a sentence saying why.
+func TestEmbedDimensionCapped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"data":[{"index":0,"embedding":[` + strings.TrimSuffix(strings.Repeat("1,", 200_000), ",") + `]}`))
+		for i := 1; i < 64; i++ {
+			fmt.Fprintf(w, `,{"index":%d,"embedding":[1]}`, i)
+		}
+		w.Write([]byte(`]}`))
+	}))
+	defer srv.Close()
+	// 64 texts: the answer (400 KB) is within the batch's bound, the
+	// vector is not.
+	vs, err := newClient(t, srv.URL+"/v1", 64, 10*time.Second).Embed(context.Background(), make([]string, 64))
+	if err == nil || !strings.Contains(err.Error(), "200000 dimensions") || !strings.Contains(err.Error(), fmt.Sprint(embed.MaxDim)) {
+		t.Fatalf("got %d vectors, err = %v; want the 200,000-dimension vector refused naming the cap %d", len(vs), err, embed.MaxDim)
+	}
+}
+
+// TestEmbedHTMLAnswer: a base_url without /v1 that reaches a web page
+// gets one sentence suggesting the path, not the page.
+func TestEmbedHTMLAnswer(t *testing.T) {
+	page := "<!DOCTYPE html><html><head><title>Welcome</title></head><body>" + strings.Repeat("<p>This is the web interface.</p>", 20) + "</body></html>"
+	for _, tc := range []struct {
+		name   string
+		status int
+		ctype  string
+	}{
+		{"ok page", 200, "text/html; charset=utf-8"},
+		{"not found page", 404, "text/html"},
+		{"page without a type", 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.ctype != "" {
+					w.Header().Set("Content-Type", tc.ctype)
+				} else {
+					w.Header()["Content-Type"] = nil
+				}
+				w.WriteHeader(tc.status)
+				w.Write([]byte(page))
+			}))
+			defer srv.Close()
+			_, err := newClient(t, srv.URL, 8, 5*time.Second).Embed(context.Background(), []string{"hello"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "answered HTML, not JSON") || !strings.Contains(msg, "missing /v1 (try "+srv.URL+"/v1)") {
+				t.Errorf("err = %q; want it to say the answer is HTML and suggest %s/v1", msg, srv.URL)
+			}
+			if strings.Contains(msg, "<") || len(msg) > 300 {
+				t.Errorf("err = %q (%d bytes); want one sentence without the page", msg, len(msg))
+			}
+		})
+	}
+}

@@ -67,7 +67,9 @@ func (m *SessionManager) write(e event.Event) (event.Event, error) {
 		return e, err
 	}
 	m.seq = e.Seq
-	m.indexed(e.Seq)
+	if e.Type != event.MemoryChanged {
+		m.indexed(e.Seq) // a memory change once applied to the items (changeMemory)
+	}
 	return e, nil
 }
 

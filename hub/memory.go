@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -164,18 +163,20 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	if !m.leading.Load() {
 		return memoryReply{err: ErrNoLeader} // this node lost the lease since the change was sent
 	}
-	// Turn ends the log still owes go first (commit would write them), so
-	// that a new item's id is the seq its event gets.
+	// Turn ends the log still owes go first (commit would write them):
+	// the change is the next event.
 	if err := m.payOwed(); err != nil {
 		return memoryReply{err: storageErr("save memory item", err)}
 	}
 	switch c.op {
 	case memSave:
-		d.Action, d.ID, d.Text, d.Source = c.action, "m"+strconv.FormatInt(m.seq+1, 10), c.text, c.source
+		d.Action, d.ID, d.Text, d.Source = c.action, items.NextID(), c.text, c.source
 	case memEdit, memForget:
-		if _, ok := items.Get(c.id); !ok {
+		it, ok := items.Get(c.id) // "m3", "3" or an old id
+		if !ok {
 			return memoryReply{err: memory.ErrNotFound}
 		}
+		d.ID = it.ID
 		d.Action = event.MemoryDeleted
 		if c.op == memEdit {
 			d.Action, d.Text = event.MemoryEdited, c.text
@@ -188,6 +189,7 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	if _, err := items.Apply(e); err != nil {
 		panic(fmt.Sprintf("hub: apply own memory_changed: %v", err)) // the hub encoded it
 	}
+	m.indexed(e.Seq) // now: a search that waits for this seq finds the item as changed
 	m.saveItems("seq", e.Seq, "action", d.Action, "id", d.ID)
 	m.deliver(e)
 	if m.cfg.Index != nil {
@@ -221,6 +223,12 @@ func (m *SessionManager) catchUpItems(restore []event.Event) {
 		m.cfg.Logger.Warn("memory items are ahead of the chat log; rebuilding them from the log",
 			"items_seq", items.Applied(), "log_seq", m.seq, "file", items.Path())
 		items.Reset()
+	}
+	if items.NeedsRenumber() && m.cfg.History != nil {
+		// Written before short ids: replayed from the log's start, every
+		// node numbers the items alike; their old ids keep working.
+		m.cfg.Logger.Info("memory items get short ids (m1, m2, …) from the chat log; their old ids keep working", "file", items.Path())
+		items.Renumber()
 	}
 	if items.Applied() == m.seq {
 		return
@@ -383,7 +391,9 @@ func (m *SessionManager) noteUses(res SearchResult) {
 	}
 	var ids []string
 	for _, h := range res.Hits {
-		if h.Type == index.TypeMemory {
+		if h.Type == index.TypeMemory && h.Item != "" {
+			ids = append(ids, h.Item) // named even when the snippet starts past its "[id]"
+		} else if h.Type == index.TypeMemory {
 			ids = append(ids, memory.IDsIn(h.Snippet)...)
 		}
 	}

@@ -324,8 +324,8 @@ func TestAgentSavesAndForgets(t *testing.T) {
 			if e.Turn == "" {
 				t.Errorf("the agent's memory_changed has no turn")
 			}
-			if d.ID != "m"+strconv.FormatInt(e.Seq, 10) {
-				t.Errorf("item id %s saved by the event at seq %d", d.ID, e.Seq)
+			if d.ID != "m1" {
+				t.Errorf("item id %s, want m1 (the first item)", d.ID)
 			}
 		}
 	}
@@ -436,4 +436,66 @@ func TestMemoryItemsSearchableUntilForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHits(0)
+}
+
+// TestMemoryShortIDsFromOldDataDir: a data directory from before short
+// ids (items m3, m9, m15: their events' seqs; items.json without a
+// counter) starts with the items numbered m1, m2, m4 from the log — m3 is
+// skipped while m1's old id is m3 — its old ids still name them, "2"
+// names m2, and the next item saved is m5.
+func TestMemoryShortIDsFromOldDataDir(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: history.FsyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var fileItems []string
+	for seq := int64(1); seq <= 16; seq++ {
+		e := event.New(event.Notice, "", t0, event.TextData{Text: "n"})
+		if seq%6 == 3 {
+			id := "m" + strconv.FormatInt(seq, 10)
+			e = event.New(event.MemoryChanged, "", t0, event.MemoryChangedData{Action: event.MemorySaved, ID: id, By: "web", Text: "fact " + id, Source: memory.SourceWeb})
+			fileItems = append(fileItems, `{"id":"`+id+`","text":"fact `+id+`","source":"web","created":"2026-11-22T10:00:00Z","updated":"2026-11-22T10:00:00Z"}`)
+		}
+		e.Seq = seq
+		if err := lg.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lg.Close()
+	os.MkdirAll(filepath.Join(dir, "memory"), 0o700)
+	old := `{"version":1,"applied_seq":16,"items":[` + strings.Join(fileItems, ",") + `]}`
+	if err := os.WriteFile(filepath.Join(dir, "memory", memory.ItemsFile), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	h := startHub(t, withItems(t, Config{DataDir: dir, Restore: readLog(t, dir)}), &agent.Demo{})
+	ctx := ctxT(t)
+	list, _ := h.MemoryList(ctx)
+	var got []string
+	for _, it := range list {
+		got = append(got, it.ID+"="+it.Text)
+	}
+	if strings.Join(got, " ") != "m1=fact m3 m2=fact m9 m4=fact m15" {
+		t.Fatalf("items %v; want m1, m2, m4 (m3 skipped while an old id)", got)
+	}
+	if _, err := h.MemoryEdit(ctx, "m15", "fact m15, edited", "console"); err != nil {
+		t.Errorf("edit by the old id: %v", err)
+	}
+	if err := h.MemoryForget(ctx, "2", "console"); err != nil {
+		t.Errorf("forget 2: %v", err)
+	}
+	it, err := h.MemorySave(ctx, "a new fact", memory.SourceWeb)
+	if err != nil || it.ID != "m5" {
+		t.Errorf("new item %+v, %v; want m5", it, err)
+	}
+	list, _ = h.MemoryList(ctx)
+	got = got[:0]
+	for _, it := range list {
+		got = append(got, it.ID+"="+it.Text)
+	}
+	if strings.Join(got, " ") != "m1=fact m3 m4=fact m15, edited m5=a new fact" {
+		t.Errorf("after the changes: %v", got)
+	}
 }

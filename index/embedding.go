@@ -79,32 +79,34 @@ func (ix *Index) pendingDocs(ctx context.Context, after int64, limit int) ([]pen
 // was read (a memory section replaced meanwhile) is skipped: its new
 // content waits for its own vector. A dimension other than the stored
 // vectors' resets them first (the model behind the name changed), and
-// reset says so.
-func (ix *Index) putVectors(ctx context.Context, model string, docs []pending, vs [][]float32) (reset bool, err error) {
+// changedFrom says so: it is the stored vectors' dimension then, else 0.
+func (ix *Index) putVectors(ctx context.Context, model string, docs []pending, vs [][]float32) (changedFrom int, err error) {
 	if len(docs) == 0 {
-		return false, nil
+		return 0, nil
 	}
 	ix.vmu.Lock()
 	defer ix.vmu.Unlock()
 	st, err := ix.embedState(ctx)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	dim := len(vs[0])
 	if st.Model != model || st.Dim != dim {
-		reset = st.Dim != 0 || st.Model != model
+		if st.Model == model && st.Dim != 0 {
+			changedFrom = st.Dim
+		}
 		if err := ix.resetVectorsLocked(ctx, EmbedState{Model: model, Dim: dim}); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
-		return reset, classify("store vectors", err)
+		return changedFrom, classify("store vectors", err)
 	}
 	defer tx.Rollback()
 	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO vecs(id, v) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM docs WHERE id = ? AND content = ?)`)
 	if err != nil {
-		return reset, classify("store vectors", err)
+		return changedFrom, classify("store vectors", err)
 	}
 	defer ins.Close()
 	var ids, ts []int64
@@ -115,17 +117,17 @@ func (ix *Index) putVectors(ctx context.Context, model string, docs []pending, v
 		q, scale := quantize(vs[i])
 		r, err := ins.ExecContext(ctx, d.id, encodeVec(q, scale), d.id, d.content)
 		if err != nil {
-			return reset, classify("store vectors", err)
+			return changedFrom, classify("store vectors", err)
 		}
 		if n, _ := r.RowsAffected(); n == 1 {
 			ids, ts, kinds, qs, scales = append(ids, d.id), append(ts, d.ts), append(kinds, d.kind), append(qs, q), append(scales, scale)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return reset, classify("store vectors", err)
+		return changedFrom, classify("store vectors", err)
 	}
 	ix.vec.add(ids, ts, kinds, qs, scales)
-	return reset, nil
+	return changedFrom, nil
 }
 
 // docCount is how many documents the index holds (messages and memory).

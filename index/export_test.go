@@ -117,3 +117,11 @@ func SetFuseWeightsForTest(and, or float64) (restore func()) {
 	fuseWeights.and, fuseWeights.or = and, or
 	return func() { fuseWeights = old }
 }
+
+// SetBackoffClockForTest makes the embedding loop's backoff wait on
+// wait instead of time.After (before Run).
+func (f *Follower) SetBackoffClockForTest(wait func(time.Duration) <-chan time.Time) {
+	f.sem.mu.Lock()
+	f.sem.wait = wait
+	f.sem.mu.Unlock()
+}

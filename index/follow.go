@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,7 @@ type Follower struct {
 	embWake  chan struct{} // documents may lack vectors
 	gen      atomic.Uint64 // counts the index's replacements (rebuild)
 	semPause atomic.Int64  // unix ns until which searches skip the embeddings server
+	sem      semState      // how search by meaning fares (semantic_status.go)
 }
 
 // batchEvents is how many events one catch-up transaction takes.
@@ -287,6 +289,7 @@ func (f *Follower) catchUp(ctx context.Context) error {
 		f.opts.Logger.Info("indexing the chat log for search", "from_seq", from+1, "to_seq", target)
 	}
 	var docs int
+	memory := false // a memory_changed event was indexed
 	for {
 		evs, err := f.opts.Log(f.indexed.Load()+1, batchEvents)
 		if err != nil {
@@ -301,6 +304,7 @@ func (f *Follower) catchUp(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		memory = memory || slices.ContainsFunc(evs, func(e event.Event) bool { return e.Type == event.MemoryChanged })
 		docs += len(evs)
 		f.indexed.Store(max(f.indexed.Load(), evs[len(evs)-1].Seq))
 		if big && time.Since(lastReport) > 5*time.Second {
@@ -313,6 +317,13 @@ func (f *Follower) catchUp(ctx context.Context) error {
 	}
 	if big {
 		f.opts.Logger.Info("search index caught up", "events", docs, "took", time.Since(start).Round(time.Millisecond))
+	}
+	if memory && f.opts.Memory != nil {
+		// A search that waits for these events finds the items they
+		// changed (the panel's filter runs as the change arrives).
+		if err := f.syncMemory(ctx); err != nil {
+			return err
+		}
 	}
 	f.covered.Store(max(f.covered.Load(), target))
 	f.signal()

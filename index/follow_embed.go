@@ -49,8 +49,13 @@ func (f *Follower) embedLoop(ctx context.Context) {
 	retry.Stop()
 	for {
 		err := f.embedPending(ctx, &cur)
+		f.sem.setFailing(err)
 		switch {
 		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errEmbedStopped):
+			f.sem.setFailing(nil)
+			f.opts.Logger.Error("search index: "+f.SemanticStatus().Reason, "model", f.opts.Embedder.Model())
 			return
 		case errors.Is(err, ErrCorrupt):
 			f.markDamaged(err)
@@ -97,8 +102,12 @@ func (f *Follower) embedPending(ctx context.Context, cur *embedCursor) error {
 		}
 		docs, err := ix.pendingDocs(ctx, cur.after, batch)
 		f.mu.RUnlock()
-		if err != nil || len(docs) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(docs) == 0 {
+			f.sem.passDone()
+			return nil
 		}
 		texts := make([]string, len(docs))
 		for i, d := range docs {
@@ -113,14 +122,16 @@ func (f *Follower) embedPending(ctx context.Context, cur *embedCursor) error {
 			f.mu.RUnlock()
 			continue
 		}
-		reset, err := f.ix.putVectors(ctx, model, docs, vs)
+		from, err := f.ix.putVectors(ctx, model, docs, vs)
 		f.mu.RUnlock()
 		if err != nil {
 			return err
 		}
 		f.signal()
-		if reset {
-			f.opts.Logger.Warn("search index: the embedding model's dimension changed; embedding everything anew", "model", model, "dim", len(vs[0]))
+		if from != 0 {
+			if err := f.dimChanged(ctx, model, from, len(vs[0])); err != nil {
+				return err
+			}
 			cur.after = 0
 			continue
 		}
@@ -129,6 +140,23 @@ func (f *Follower) embedPending(ctx context.Context, cur *embedCursor) error {
 				cur.after = max(cur.after, d.id)
 			}
 		}
+	}
+	return nil
+}
+
+// dimChanged handles the embeddings server answering in dimension dim
+// where the stored vectors had from (they were all forgotten): everything
+// is embedded anew, at once the first time, after a backoff the next, and
+// not at all once the changes repeat (errEmbedStopped; see maxDimChanges).
+func (f *Follower) dimChanged(ctx context.Context, model string, from, dim int) error {
+	wait, stop := f.sem.dimChanged(from, dim)
+	if stop {
+		return errEmbedStopped
+	}
+	f.opts.Logger.Warn("search index: the embedding model's dimension changed; embedding everything anew",
+		"model", model, "from", from, "dim", dim, "after", wait)
+	if !f.sem.backoff(ctx, wait) {
+		return ctx.Err()
 	}
 	return nil
 }
@@ -158,7 +186,7 @@ func (f *Follower) queryVector(ctx context.Context, q Query) (v []float32, unava
 	if f.opts.Embedder == nil || len(q.Terms) == 0 {
 		return nil, false
 	}
-	if time.Now().UnixNano() < f.semPause.Load() {
+	if f.sem.isStopped() || time.Now().UnixNano() < f.semPause.Load() {
 		return nil, true
 	}
 	words := make([]string, 0, len(q.Terms))
@@ -172,9 +200,11 @@ func (f *Follower) queryVector(ctx context.Context, q Query) (v []float32, unava
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			f.semPause.Store(time.Now().Add(semanticPause).UnixNano())
 			f.opts.Logger.Warn("search by meaning unavailable; answering from keywords", "err", err)
+			f.sem.setQuery(false)
 		}
 		return nil, true
 	}
+	f.sem.setQuery(true)
 	return vs[0], false
 }
 

@@ -229,3 +229,116 @@ func TestHybridMemoryAndFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedDimensionAlternates: a server whose dimension changes with
+// every request is re-embedded at most twice (the second time after a
+// backoff, on a fake clock here), then search by meaning stops and says
+// why — in the log, in SemanticStatus (for /healthz and /metrics) and as
+// "unavailable" in searches — and no more requests go to the server.
+func TestEmbedDimensionAlternates(t *testing.T) {
+	dir := t.TempDir()
+	c := newChatLog(t, dir, 5)
+	c.fill(20, func(i int) string { return "topic" + string(rune('a'+i%26)) })
+	c.log.Sync()
+	srv := embedtest.NewServer()
+	defer srv.Close()
+	srv.SetDimCycle(256, 128)
+	logs := &logBuf{}
+	f, err := index.NewFollower(index.FollowerOptions{
+		Path: filepath.Join(dir, index.FileName), Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since,
+		LogSeq: c.seq, Logger: slog.New(slog.NewTextHandler(logs, nil)), Embedder: embedClient(t, srv, "flaky", 8),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var waits []time.Duration
+	f.SetBackoffClockForTest(func(d time.Duration) <-chan time.Time {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		ch := make(chan time.Time, 1)
+		ch <- time.Time{} // the fake clock: the wait is over at once
+		return ch
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	logs.waitFor(t, "search by meaning stopped", 30*time.Second)
+	st := f.SemanticStatus()
+	if st.State != index.SemanticStopped || !strings.Contains(st.Reason, "256, 128") || st.DimChanges != 3 {
+		t.Errorf("status %+v; want stopped after 3 changes, the reason naming the dimensions 256, 128", st)
+	}
+	if n := strings.Count(logs.String(), "embedding everything anew"); n != 2 {
+		t.Errorf("%d re-embeddings logged, want 2:\n%s", n, logs.String())
+	}
+	mu.Lock()
+	if len(waits) != 1 || waits[0] < time.Minute {
+		t.Errorf("backoff waits %v; want one of at least a minute, before the second re-embedding", waits)
+	}
+	mu.Unlock()
+	req, _, _ := srv.Stats()
+	if req > 4 {
+		t.Errorf("%d requests to the server before it stopped; want at most 4", req)
+	}
+	// Stopped: new messages and searches send the server nothing more.
+	c.turn("I bought a new automobile last weekend.", "Congratulations.")
+	f.Notify(c.seq)
+	res := caughtUp(t, f, "automobile")
+	if res.Semantic != index.SemanticUnavailable {
+		t.Errorf("search: semantic %q, want unavailable", res.Semantic)
+	}
+	if again, _, _ := srv.Stats(); again != req {
+		t.Errorf("the server got %d more requests after search by meaning stopped", again-req)
+	}
+}
+
+// TestHitsSayHowFound: in a hybrid search each hit says whether its words
+// or its meaning found it, and a memory hit names its item (the "[id]"
+// its text starts with), wherever in the text the words matched.
+func TestHitsSayHowFound(t *testing.T) {
+	dir := t.TempDir()
+	c := newChatLog(t, dir, 5)
+	c.turn("I bought a new automobile last weekend, a blue hatchback.", "Congratulations, enjoy it.")
+	c.log.Sync()
+	mem := func() ([]index.Doc, error) {
+		return []index.Doc{{TS: t0, Content: "[m7] " + strings.Repeat("Some padding words before the point. ", 8) + "Our babysitter Lena comes on Saturday."}}, nil
+	}
+	srv := embedtest.NewServer()
+	defer srv.Close()
+	f, _ := embedFollower(t, dir, c.seq, mem, embedClient(t, srv, "fake", 8), io.Discard)
+	caughtUp(t, f, "automobile")
+	if err := f.AwaitEmbeddedForTest(30*time.Second, int64(c.msgs)+1); err != nil {
+		t.Fatal(err)
+	}
+	res := mustSearch(t, f, "which car did I purchase")
+	if len(res.Hits) == 0 || res.Hits[0].Found != index.FoundMeaning || !strings.Contains(res.Hits[0].Snippet, "automobile") {
+		t.Errorf("a paraphrase: %+v; want the automobile found by meaning", res.Hits)
+	}
+	res = mustSearch(t, f, "automobile hatchback")
+	if len(res.Hits) == 0 || res.Hits[0].Found != index.FoundBoth {
+		t.Errorf("the words themselves: %+v; want found by words and meaning", res.Hits)
+	}
+	res = mustSearch(t, f, "type:memory babysitter")
+	if len(res.Hits) != 1 || res.Hits[0].Item != "m7" || strings.Contains(res.Hits[0].Snippet, "[m7]") {
+		t.Errorf("a memory hit: %+v; want item m7 (its snippet starts past the id)", res.Hits)
+	}
+	// Keywords only (no embeddings): no "found", the item still named.
+	ix, err := index.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	docs, _ := mem()
+	if err := ix.UpdateMemory(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = ix.Search(context.Background(), "type:memory babysitter", index.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || res.Hits[0].Item != "m7" || res.Hits[0].Found != "" {
+		t.Errorf("keywords only: %+v; want item m7, found unset", res.Hits)
+	}
+}

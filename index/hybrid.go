@@ -173,11 +173,23 @@ func (ix *Index) fusedHits(ctx context.Context, expr string, or bool, kw, near [
 			return nil, err
 		}
 	}
+	inNear := make(map[int64]bool, len(near))
+	for _, f := range near {
+		inNear[f.id] = true
+	}
 	hits := make([]Hit, len(top))
 	for i, f := range top {
 		hits[i] = f.hit
 		if s, ok := snip[f.id]; ok {
 			hits[i].Snippet = flatten(s)
+		}
+		switch {
+		case inKW[f.id] && inNear[f.id]:
+			hits[i].Found = FoundBoth
+		case inKW[f.id]:
+			hits[i].Found = FoundWords
+		default:
+			hits[i].Found = FoundMeaning
 		}
 	}
 	return hits, nil

@@ -72,7 +72,22 @@ type Hit struct {
 	// MarkStart and MarkEnd.
 	Snippet string  `json:"snippet"`
 	Score   float64 `json:"score"`
+	// Found says how a hybrid search found the hit: FoundWords,
+	// FoundMeaning (no word of the query matched: the snippet is the
+	// start of the text, nothing marked) or FoundBoth. Empty in a search
+	// by keywords only: every hit was found by its words.
+	Found string `json:"found,omitempty"`
+	// Item is a memory hit's item id, the "[id]" its text starts with
+	// (memory.Doc); empty for messages.
+	Item string `json:"item,omitempty"`
 }
+
+// How a hybrid search found a hit (Hit.Found).
+const (
+	FoundWords   = "words"
+	FoundMeaning = "meaning"
+	FoundBoth    = "words+meaning"
+)
 
 // MarshalJSON writes TS as events do, in UTC with milliseconds.
 func (h Hit) MarshalJSON() ([]byte, error) {
@@ -244,7 +259,9 @@ func (ix *Index) rankedFound(ctx context.Context, q Query, expr string, or bool,
 		args = append(args, bm25K1, bm25K1, bm25B, bm25B, avg)
 	}
 	// ln 2 / half-life in ms: 2^(−age/H) = exp(−age·ln2/H).
-	b.WriteString(` * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, ''`)
+	// A memory document's start, for its item id (itemOf); the
+	// snippets of the winners are made after.
+	b.WriteString(` * (1 + ? * exp(-max(? - d.ts, 0) * ?)) AS score, CASE d.type WHEN 'memory' THEN substr(d.content, 1, 40) ELSE '' END`)
 	args = append(args, RecencyBoost, opts.Now.UnixMilli(), math.Ln2/float64(RecencyHalfLife.Milliseconds()))
 	b.WriteString(from.String())
 	args = append(args, fargs...)
@@ -361,12 +378,26 @@ func (ix *Index) query(ctx context.Context, sql string, args []any) ([]found, er
 		if f.id < memoryBase {
 			h.Seq = f.id
 		}
+		h.Item = itemOf(h.Type, content)
 		out = append(out, f)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("search", err)
 	}
 	return out, nil
+}
+
+// itemOf is the item id a memory document's content starts with, in
+// brackets ("[m3] …", see memory.Doc); "" for any other document.
+func itemOf(typ, content string) string {
+	if typ != TypeMemory || !strings.HasPrefix(content, "[") {
+		return ""
+	}
+	id, _, ok := strings.Cut(content[1:], "]")
+	if !ok || len(id) > 32 || strings.ContainsAny(id, " \n") {
+		return ""
+	}
+	return id
 }
 
 // flatten turns runs of white space into single spaces.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,11 +38,14 @@ const MaxItemChars = 16384
 var ErrNotFound = errors.New("no memory item has that id")
 
 // Item is one thing the assistant remembers long-term. ID is stable for
-// the item's life ("m" and the seq of the memory_changed event that first
-// saved it), Source says who saved it first (Source*), Created and
+// the item's life and short enough to type: "m" and a number counted up
+// from 1 as items are saved (see NextID); "3" names m3 too. Old is the id
+// an item saved before short ids had ("m" and its event's seq), still
+// accepted. Source says who saved it first (Source*), Created and
 // Updated are the times of its first and latest memory_changed event.
 type Item struct {
 	ID      string    `json:"id"`
+	Old     string    `json:"old_id,omitempty"`
 	Text    string    `json:"text"`
 	Source  string    `json:"source"`
 	Created time.Time `json:"created"`
@@ -62,6 +67,9 @@ type itemsFile struct {
 	Uses map[string]Use `json:"uses,omitempty"`
 	// Migrated: long_term.md was turned into items (see MigrateSections).
 	Migrated bool `json:"migrated,omitempty"`
+	// Next is the number the next item's id gets (see NextID); 0 in a
+	// file written before short ids (see Renumber).
+	Next int64 `json:"next_id,omitempty"`
 }
 
 // Items is the long-term memory item store: items.json, a view of the
@@ -87,7 +95,7 @@ type Items struct {
 // never overwritten silently (move it aside, and the store is rebuilt
 // from the chat log).
 func OpenItems(dir string) (*Items, error) {
-	s := &Items{path: filepath.Join(dir, ItemsFile), file: itemsFile{Version: itemsVersion}}
+	s := &Items{path: filepath.Join(dir, ItemsFile), file: itemsFile{Version: itemsVersion, Next: 1}}
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -103,6 +111,9 @@ func OpenItems(dir string) (*Items, error) {
 		return nil, fmt.Errorf("open memory items: %s has version %d, this server reads %d", s.path, f.Version, itemsVersion)
 	}
 	s.file = f
+	if s.file.Next == 0 && len(s.file.Items) == 0 && s.file.Applied == 0 {
+		s.file.Next = 1
+	}
 	return s, nil
 }
 
@@ -130,7 +141,8 @@ func (s *Items) Len() int {
 	return len(s.file.Items)
 }
 
-// Get returns the item id.
+// Get returns the item id names: its id ("m3"), its number ("3") or the
+// id it had before short ids.
 func (s *Items) Get(id string) (Item, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -141,8 +153,14 @@ func (s *Items) Get(id string) (Item, bool) {
 	return s.file.Items[i], true
 }
 
+// find is the index of the item id names (see Get), -1 for none. An id
+// and an old id never name two items (see nextLocked).
 func (s *Items) find(id string) int {
-	return slices.IndexFunc(s.file.Items, func(it Item) bool { return it.ID == id })
+	id = CanonicalID(id)
+	if id == "" {
+		return -1
+	}
+	return slices.IndexFunc(s.file.Items, func(it Item) bool { return it.ID == id || it.Old == id })
 }
 
 // Apply applies e to the items in memory if it is a memory_changed event
@@ -178,7 +196,20 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		if i >= 0 || d.ID == "" {
 			return false // applied before
 		}
-		s.file.Items = append(s.file.Items, Item{ID: d.ID, Text: d.Text, Source: d.Source, Created: ts, Updated: ts})
+		it := Item{ID: s.nextLocked(), Text: d.Text, Source: d.Source, Created: ts, Updated: ts}
+		if d.ID != it.ID {
+			// Saved before short ids (its id is its event's seq), or by a
+			// node whose store counted otherwise: the id it was given
+			// keeps naming it.
+			it.Old = d.ID
+			if u, ok := s.file.Uses[d.ID]; ok {
+				delete(s.file.Uses, d.ID)
+				s.file.Uses[it.ID] = u
+			}
+		}
+		n, _ := strconv.ParseInt(strings.TrimPrefix(it.ID, "m"), 10, 64)
+		s.file.Next = n + 1
+		s.file.Items = append(s.file.Items, it)
 		return true
 	case event.MemoryEdited:
 		if i < 0 {
@@ -190,8 +221,8 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		if i < 0 {
 			return false
 		}
+		delete(s.file.Uses, s.file.Items[i].ID)
 		s.file.Items = slices.Delete(s.file.Items, i, i+1)
-		delete(s.file.Uses, d.ID)
 		return true
 	}
 	return false // an action of a later version: nothing this one knows to do
@@ -212,7 +243,7 @@ func (s *Items) Advance(seq int64) {
 func (s *Items) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated}
+	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated, Next: 1}
 }
 
 // Use is how often an item was used, and when last.
@@ -230,9 +261,11 @@ func (s *Items) Use(now time.Time, ids ...string) bool {
 	defer s.mu.Unlock()
 	used := false
 	for _, id := range ids {
-		if s.find(id) < 0 {
+		i := s.find(id)
+		if i < 0 {
 			continue
 		}
+		id = s.file.Items[i].ID
 		if s.file.Uses == nil {
 			s.file.Uses = map[string]Use{}
 		}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,7 +42,8 @@ func TestItemsApplyIsIdempotent(t *testing.T) {
 			}
 		}
 		list := s.List()
-		want := Item{ID: "m3", Text: "b", Source: SourceWeb, Created: t0.Truncate(time.Millisecond), Updated: t0.Add(time.Second).Truncate(time.Millisecond)}
+		// Saved before short ids (as m3, its event's seq): now m1, m3 still names it.
+		want := Item{ID: "m1", Old: "m3", Text: "b", Source: SourceWeb, Created: t0.Truncate(time.Millisecond), Updated: t0.Add(time.Second).Truncate(time.Millisecond)}
 		if len(list) != 1 || list[0] != want || s.Applied() != 8 {
 			t.Fatalf("round %d: %+v applied %d, want [%+v] applied 8", round, list, s.Applied(), want)
 		}
@@ -135,4 +137,93 @@ func BenchmarkItemsSave(b *testing.B) {
 	}
 	st, _ := os.Stat(s.Path())
 	b.ReportMetric(float64(st.Size()), "file_bytes")
+}
+
+// TestItemsShortIDs: ids count up from m1 as items are saved (the holder
+// asks NextID and puts it in the event), "3" names m3, and a replay of
+// the same events — another node, a rebuilt items.json — gives the same
+// ids. Items saved before short ids (their ids were their events' seqs)
+// are numbered as they are replayed and keep their old id; a number an
+// old id still uses is skipped, so an id names one item.
+func TestItemsShortIDs(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var evs []event.Event
+	seq := int64(0)
+	add := func(s *Items, action, id, text string) {
+		seq += 7 // other events between
+		e := change(seq, t0, event.MemoryChangedData{Action: action, ID: id, By: "web", Text: text, Source: SourceWeb})
+		if _, err := s.Apply(e); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	holder, _ := OpenItems(t.TempDir())
+	// Three saved before short ids, at seqs 3, 9 and 15.
+	for _, x := range []struct{ seq int64 }{{3}, {9}, {15}} {
+		seq = x.seq - 7
+		add(holder, event.MemorySaved, "m"+strconv.FormatInt(x.seq, 10), "old "+strconv.FormatInt(x.seq, 10))
+	}
+	add(holder, event.MemoryEdited, "m9", "old 9, edited") // an old event names the old id
+	for _, text := range []string{"new a", "new b"} {
+		add(holder, event.MemorySaved, holder.NextID(), text)
+	}
+	add(holder, event.MemoryDeleted, "m1", "")
+	add(holder, event.MemorySaved, holder.NextID(), "new c")
+
+	ids := func(s *Items) string {
+		var b strings.Builder
+		for _, it := range s.List() {
+			fmt.Fprintf(&b, "%s(%s)=%s ", it.ID, it.Old, it.Text)
+		}
+		return b.String()
+	}
+	// m3 is skipped while the first item's old id is m3.
+	want := "m2(m9)=old 9, edited m4(m15)=old 15 m5()=new a m6()=new b m7()=new c "
+	if got := ids(holder); got != want {
+		t.Errorf("ids %q, want %q", got, want)
+	}
+	for _, name := range []string{"m4", "4", "M4", "m15"} {
+		if it, ok := holder.Get(name); !ok || it.Text != "old 15" {
+			t.Errorf("Get(%q) = %+v, %v; want the item once saved as m15", name, it, ok)
+		}
+	}
+	for _, name := range []string{"m1", "m3", "1", "04", "m", ""} {
+		if it, ok := holder.Get(name); ok {
+			t.Errorf("Get(%q) = %+v; want none (forgotten, or no id)", name, it)
+		}
+	}
+	replay, _ := OpenItems(t.TempDir())
+	for _, e := range evs {
+		replay.Apply(e)
+	}
+	if got := ids(replay); got != want {
+		t.Errorf("replayed: %q, want %q", got, want)
+	}
+	if next := replay.NextID(); next != "m8" {
+		t.Errorf("next id %s, want m8", next)
+	}
+}
+
+// TestItemsFileBeforeShortIDs: items.json written before short ids asks
+// to be renumbered (the hub replays the log), keeping what was counted of
+// its uses under the new ids.
+func TestItemsFileBeforeShortIDs(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"version":1,"applied_seq":20,"items":[{"id":"m15","text":"x","source":"web","created":"2026-11-22T10:00:00Z","updated":"2026-11-22T10:00:00Z"}],"uses":{"m15":{"count":4,"last":"2026-11-22T11:00:00Z"}}}`
+	if err := os.WriteFile(filepath.Join(dir, ItemsFile), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenItems(dir)
+	if err != nil || !s.NeedsRenumber() {
+		t.Fatalf("open: %v, needs renumber %v; want true", err, s.NeedsRenumber())
+	}
+	s.Renumber()
+	s.Apply(change(15, time.Now(), event.MemoryChangedData{Action: event.MemorySaved, ID: "m15", Text: "x", Source: SourceWeb}))
+	if it, ok := s.Get("m15"); !ok || it.ID != "m1" || s.Uses("m1").Count != 4 || s.NeedsRenumber() {
+		t.Errorf("after the replay: %+v %v, uses %+v, needs renumber %v", it, ok, s.Uses("m1"), s.NeedsRenumber())
+	}
+	fresh, _ := OpenItems(t.TempDir())
+	if fresh.NeedsRenumber() || fresh.NextID() != "m1" {
+		t.Errorf("a new store: needs renumber %v, next %s", fresh.NeedsRenumber(), fresh.NextID())
+	}
 }

@@ -3,11 +3,16 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/embed"
+	"github.com/frontdesk-hq/frontdesk/embed/embedtest"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -76,7 +81,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 
 	// Add.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-new"), "I take my coffee black"), chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
-	p.wait("the new item listed by web, the box emptied", jsMemTexts+` === 'I take my coffee black|my cat is called Miso' && document.querySelector('#memory-new').value === '' &&
+	p.wait("the new item listed by web, the box emptied", jsMemTexts+` === 'my cat is called Miso|I take my coffee black' && document.querySelector('#memory-new').value === '' &&
 		/^by web · saved /.test(`+jsMemItem("I take my coffee black")+`.querySelector('.mem-meta').textContent)`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Miso|I take my coffee black" {
 		t.Fatalf("server after add: %q", got)
@@ -95,8 +100,11 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	// Search within.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), "COFFEE"))
 	p.wait("only the match", jsMemTexts+` === 'I take my coffee black' && document.querySelector('#memory-status').textContent === '1 of 2 match.'`)
+	// As search does: no item has both words, so the ones with some.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), " zebra"))
-	p.wait("no match said", jsMemTexts+` === '' && /Nothing in memory matches “COFFEE zebra”/.test(document.querySelector('#memory-status').textContent)`)
+	p.wait("partial matches said", jsMemTexts+` === 'I take my coffee black' && /^1 of 2 match. \(no item has every word/.test(document.querySelector('#memory-status').textContent)`)
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#memory-filter'); f.value = 'zebra pelican'; f.dispatchEvent(new Event('input')); })()`))
+	p.wait("no match said", jsMemTexts+` === '' && /Nothing in memory matches “zebra pelican”/.test(document.querySelector('#memory-status').textContent)`)
 	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#memory-filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`))
 	p.wait("both again", jsMemTexts+` === 'my cat is called Mochi|I take my coffee black' || `+jsMemTexts+` === 'I take my coffee black|my cat is called Mochi'`)
 
@@ -108,7 +116,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 		t.Fatalf("server after forget: %q", got)
 	}
 	p.do(chromedp.Click(chromedp.CSS("#memory-undo-btn")))
-	p.wait("back after undo", jsMemTexts+` === 'I take my coffee black|my cat is called Mochi' && document.querySelector('#memory-undo').hidden`)
+	p.wait("back after undo", jsMemTexts+` === 'my cat is called Mochi|I take my coffee black' && document.querySelector('#memory-undo').hidden`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Mochi|I take my coffee black" {
 		t.Fatalf("server after undo: %q", got)
 	}
@@ -199,4 +207,96 @@ func TestBrowserMemoryFromTheDemo(t *testing.T) {
 	if n := len(memTexts(t, e)); n != 0 {
 		t.Fatalf("%d items after the demo's forget", n)
 	}
+}
+
+// TestBrowserMemoryIDsOrderAndFilter: the panel shows each item's id (the
+// one /forget takes), lists the items in GET /api/memory's order (by id,
+// as /memory in the terminal), and its filter finds what type:memory
+// search finds: "facts" finds the three items about a fact (stemmed), as
+// the search does, not nothing (the panel once matched the letters).
+func TestBrowserMemoryIDsOrderAndFilter(t *testing.T) {
+	e := startMemory(t, web.Options{})
+	for _, text := range []string{"one fact about Ann: she runs the launch", "my cat is called Miso",
+		"a fact about Bob: he is on leave", "the last fact: the office closes at six"} {
+		memSave(t, e, text)
+	}
+	if _, err := e.hub.MemoryEdit(context.Background(), "m2", "my cat is called Mochi", "web"); err != nil {
+		t.Fatal(err) // the newest change: it still lists second
+	}
+	r := do(t, request(t, "GET", e.srv.URL+"/api/history/search?q="+url.QueryEscape("facts type:memory"), ""))
+	hits, _ := r.body["hits"].([]any)
+	if r.status != http.StatusOK || len(hits) != 3 {
+		t.Fatalf("search facts type:memory: %d %s; want 3 hits", r.status, r.raw)
+	}
+
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", e.srv.URL+"/")
+	p.wait("connected", jsConnected)
+	p.do(chromedp.Click(chromedp.CSS("#memory-open")))
+	const jsIDs = `[...document.querySelectorAll('#memory-list li')].map((li) => li.querySelector('.mem-id').textContent + '=' + li.dataset.id).join(' ')`
+	p.wait("the ids shown, in id order", jsIDs+` === 'm1=m1 m2=m2 m3=m3 m4=m4' && `+jsMemTexts+`.startsWith('one fact about Ann')`)
+	var api []string
+	for _, it := range memoryItems(t, e) {
+		api = append(api, it.ID+"="+it.ID)
+	}
+	if got := eval[string](p, jsIDs); got != strings.Join(api, " ") {
+		t.Errorf("the panel lists %q, GET /api/memory %q", got, api)
+	}
+	if !eval[bool](p, `(() => { const r = document.querySelector('#memory-list li .mem-id').getBoundingClientRect(); return r.width > 0 && r.height > 0; })()`) {
+		t.Error("the id is not visible")
+	}
+
+	p.do(chromedp.SendKeys(chromedp.CSS("#memory-filter"), "facts"))
+	p.wait("the three items search finds", jsIDs+` === 'm1=m1 m3=m3 m4=m4' && document.querySelector('#memory-status').textContent === '3 of 4 match.'`)
+}
+
+// TestBrowserSearchSaysByMeaning: with search by meaning on, a hit found
+// by what it means (none of the words typed is in it) says "found by
+// meaning"; with the embeddings server gone, the results say search by
+// meaning is unavailable and the hits are by words only.
+func TestBrowserSearchSaysByMeaning(t *testing.T) {
+	emb := embedtest.NewServer()
+	defer emb.Close()
+	c, err := embed.New(embed.Options{BaseURL: emb.BaseURL(), Model: "fake", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startMemoryEmbed(t, web.Options{}, &agent.Demo{}, c)
+	memSave(t, e, "I bought a new automobile last weekend, a blue hatchback.")
+	memSave(t, e, "The dentist moved my appointment to Tuesday.")
+	// Until the items have vectors, the paraphrase finds nothing by meaning.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		served := emb.Served()
+		r := do(t, request(t, "GET", e.srv.URL+"/api/history/search?q="+url.QueryEscape("which car did I purchase"), ""))
+		if strings.Contains(r.raw, `"found":"meaning"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never found by meaning: %s", r.raw)
+		}
+		select {
+		case <-served:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+
+	browser := newBrowser(t, 1200, 800)
+	p := openTab(t, browser, "tab", e.srv.URL+"/")
+	p.wait("connected", jsConnected)
+	p.do(chromedp.Click(chromedp.CSS("#search-open")), chromedp.SendKeys(chromedp.CSS("#search-input"), "which car did I purchase"))
+	p.wait("the hit found by meaning", `(() => {
+		const r = [...document.querySelectorAll('#search-results li[role=option]')];
+		return r.length >= 1 && r[0].textContent.includes('automobile') && r[0].querySelector('.found-meaning') &&
+			r[0].querySelector('.found-meaning').textContent === 'found by meaning' && !/unavailable/.test(document.querySelector('#search-status').textContent);
+	})()`)
+
+	emb.CloseClientConnections()
+	emb.Listener.Close()
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#search-input'); f.value = 'dentist'; f.dispatchEvent(new Event('input')); })()`))
+	p.wait("unavailable said", `(() => {
+		const r = [...document.querySelectorAll('#search-results li[role=option]')];
+		return r.length === 1 && r[0].textContent.includes('dentist') && !r[0].querySelector('.found-meaning') &&
+			/Search by meaning is unavailable now: matching words only\./.test(document.querySelector('#search-status').textContent);
+	})()`)
 }

@@ -13,9 +13,11 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/index"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdisk"
 	"github.com/frontdesk-hq/frontdesk/memory"
@@ -32,6 +34,13 @@ func startMemory(t *testing.T, o web.Options) *env {
 // startMemoryWith is startMemory with the agent a and the webhook door.
 func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 	t.Helper()
+	return startMemoryEmbed(t, o, a, nil)
+}
+
+// startMemoryEmbed is startMemoryWith with search by meaning through e
+// (nil: keywords only).
+func startMemoryEmbed(t *testing.T, o web.Options, a agent.Agent, e index.Embedder) *env {
+	t.Helper()
 	dir := t.TempDir()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
 	if err != nil {
@@ -44,10 +53,18 @@ func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, a)
+	// The search index, with the items: the panel's filter searches them.
+	ix, err := index.NewFollower(index.FollowerOptions{Path: filepath.Join(dir, index.FileName),
+		Log: history.NewReader(filepath.Join(dir, "chat_history.ndjson")).Since, Memory: datadir.MemoryDocs(items),
+		Logger: slog.New(slog.DiscardHandler), Embedder: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, Items: items, Index: ix, Logger: slog.New(slog.DiscardHandler),
+		History: history.NewReader(filepath.Join(dir, "chat_history.ndjson"))}, lg, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
+	go func() { defer close(done); go ix.Run(ctx); m.Run(ctx) }()
 	wsh := ws.New(m, ws.Options{})
 	o.WS = wsh
 	o.Messages = webhook.New(m, webhook.Options{})

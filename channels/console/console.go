@@ -124,7 +124,7 @@ const help = `Type a message and press Enter to send it to the assistant.
   /status          show the session state
   /schedules       list reminders and recurring tasks; /schedules cancel <id> cancels one
   /memory          list what the assistant remembers (id, date, source, text)
-  /forget <id>     make it forget one item (the ids are in /memory)
+  /forget <id>     make it forget one item (the ids are in /memory: m3, or just 3)
   /help            this text
   /quit            leave the console (Ctrl-D too); the server keeps running
 Ctrl-\ stops the server (as SIGTERM does), here and after /quit.`

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
-// memoryList runs /memory: every long-term memory item, newest change
-// last (next to the prompt), with the id /forget takes.
+// memoryList runs /memory: every long-term memory item in id order (the
+// order they were saved in, as the web panel lists them), in columns —
+// id, date, who saved it, text — with the id /forget takes.
 func (r *repl) memoryList(ctx context.Context, arg string) {
 	if arg != "" {
 		r.p.say("usage: /memory (lists what the assistant remembers; /forget <id> forgets one)")
@@ -26,14 +28,32 @@ func (r *repl) memoryList(ctx context.Context, arg string) {
 		r.p.say("the assistant remembers nothing yet (tell it: \"remember that …\")")
 		return
 	}
+	r.p.say(r.memoryTable(items))
+}
+
+// memoryTable lays items out in columns padded to their widest cell
+// (measured in characters, before any colour).
+func (r *repl) memoryTable(items []memory.Item) string {
+	idW, srcW := 0, 0
+	for _, it := range items {
+		idW = max(idW, utf8.RuneCountInString(it.ID))
+		srcW = max(srcW, utf8.RuneCountInString("["+it.Source+"]"))
+	}
 	var b strings.Builder
 	for i, it := range items {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%s  %s  %s  %s", it.ID, itemDate(it), r.p.o.style(dim, "["+it.Source+"]"), oneLineN(it.Text, 200))
+		src := "[" + it.Source + "]"
+		fmt.Fprintf(&b, "%s  %s  %s%s  %s", pad(it.ID, idW), pad(itemDate(it), len("2006-01-02 15:04")),
+			r.p.o.style(dim, src), strings.Repeat(" ", srcW-utf8.RuneCountInString(src)), oneLineN(it.Text, 200))
 	}
-	r.p.say(b.String())
+	return b.String()
+}
+
+// pad fills s with spaces to w characters.
+func pad(s string, w int) string {
+	return s + strings.Repeat(" ", max(0, w-utf8.RuneCountInString(s)))
 }
 
 // itemDate is when an item was saved, or last edited, in local time.
@@ -48,17 +68,18 @@ func itemDate(it memory.Item) string {
 	return t.Local().Format("2006-01-02 15:04")
 }
 
-// forget runs /forget <id>.
+// forget runs /forget <id>: the id as /memory shows it ("m3"), its
+// number ("3"), or an id an item had before short ids.
 func (r *repl) forget(ctx context.Context, arg string) {
 	if arg == "" || strings.ContainsAny(arg, " \t") {
-		r.p.say("usage: /forget <id> (the ids are in /memory)")
+		r.p.say("usage: /forget <id> (the ids are in /memory: m3, or just 3)")
 		return
 	}
-	text := ""
+	id, text := memory.CanonicalID(arg), ""
 	if items, err := r.s.MemoryList(ctx); err == nil {
 		for _, it := range items {
-			if it.ID == arg {
-				text = it.Text
+			if it.ID == id || it.Old == id {
+				id, text = it.ID, it.Text
 			}
 		}
 	}
@@ -69,9 +90,9 @@ func (r *repl) forget(ctx context.Context, arg string) {
 	case err != nil:
 		r.p.say("forget failed: " + errText(err))
 	case text != "":
-		r.p.say(fmt.Sprintf("forgot %s (%s)", arg, oneLine(text)))
+		r.p.say(fmt.Sprintf("forgot %s (%s)", id, oneLine(text)))
 	default:
-		r.p.say("forgot " + arg)
+		r.p.say("forgot " + id)
 	}
 }
 

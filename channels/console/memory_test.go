@@ -2,11 +2,14 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -59,13 +62,13 @@ func TestMemoryCommands(t *testing.T) {
 		t.Fatalf("no forget confirmation:\n%s", got)
 	}
 	date := keep.Created.Local().Format("2006-01-02 15:04")
-	for _, want := range []string{keep.ID + "  " + date + "  [web]  my cat is called Miso", gone.ID, "[agent]  I take my coffee black"} {
+	for _, want := range []string{keep.ID + "  " + date + "  [web]    my cat is called Miso", gone.ID, "[agent]  I take my coffee black"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the first list lacks %q:\n%s", want, got)
 		}
 	}
 	for _, want := range []string{`forget failed: no memory item "m999999" (the ids are in /memory)`, "usage: /forget <id>",
-		keep.ID + "  " + date + "  [web]  my cat is called Miso", "usage: /memory"} {
+		keep.ID + "  " + date + "  [web]  my cat is called Miso", "usage: /memory"} { // alone: no padding
 		if !strings.Contains(rest, want) {
 			t.Errorf("after the forget, no %q:\n%s", want, got)
 		}
@@ -114,5 +117,63 @@ func TestHelpListsMemoryCommands(t *testing.T) {
 		if !strings.Contains(help, "\n  "+want) {
 			t.Errorf("/help lacks %s:\n%s", want, help)
 		}
+	}
+}
+
+var idStart = regexp.MustCompile(`m[0-9]+ `)
+
+// TestMemoryListLinesUp: /memory lists the items in the order the web
+// panel does (GET /api/memory's: by id) with the text starting in the
+// same column on every line, whatever the id's and the source's width;
+// /forget takes "3" as well as "m4".
+func TestMemoryListLinesUp(t *testing.T) {
+	m := memoryHub(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	sources := []string{memory.SourceWeb, memory.SourceAgent, memory.SourceConsolidation, memory.SourceAPI}
+	for i := range 11 {
+		if _, err := m.MemorySave(ctx, fmt.Sprintf("fact number %d", i+1), sources[i%len(sources)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out syncBuffer
+	if err := Run(ctx, m, Options{Stdin: strings.NewReader("/memory\n/forget 3\n/forget m4\n"), Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	var col []int
+	var order []string
+	for _, line := range strings.Split(got, "\n") {
+		i := strings.Index(line, "fact number ")
+		if i < 0 || strings.HasPrefix(strings.TrimSpace(line), "forgot") {
+			continue
+		}
+		start := idStart.FindStringIndex(line) // after a prompt the terminal may have printed
+		if start == nil {
+			t.Fatalf("no id in %q", line)
+		}
+		col = append(col, utf8.RuneCountInString(line[start[0]:i]))
+		order = append(order, strings.Fields(line[start[0]:])[0])
+	}
+	if len(col) != 11 {
+		t.Fatalf("%d items listed, want 11:\n%s", len(col), got)
+	}
+	for i, c := range col {
+		if c != col[0] {
+			t.Errorf("line %d: the text starts at column %d, line 1 at %d:\n%s", i+1, c, col[0], got)
+		}
+	}
+	if want := "m1 m2 m3 m4 m5 m6 m7 m8 m9 m10 m11"; strings.Join(order, " ") != want {
+		t.Errorf("listed %v, want %s (the panel's order)", order, want)
+	}
+	for _, want := range []string{"forgot m3 (fact number 3)", "forgot m4 (fact number 4)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q:\n%s", want, got)
+		}
+	}
+	if items, _ := m.MemoryList(ctx); len(items) != 9 {
+		t.Errorf("%d items after two forgets, want 9", len(items))
 	}
 }

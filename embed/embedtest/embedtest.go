@@ -162,6 +162,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	dim      int
+	cycle    []int // dimensions answered in turn, one a request (SetDimCycle)
 	delay    time.Duration
 	fail     int // answer with this status when not 0
 	requests int
@@ -183,6 +184,11 @@ func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
 // SetDim changes the dimension of the vectors from the next request on.
 func (s *Server) SetDim(d int) { s.mu.Lock(); s.dim = d; s.mu.Unlock() }
+
+// SetDimCycle makes the requests answer in these dimensions in turn, one
+// a request (a broken server with two models behind one name); none:
+// back to SetDim's.
+func (s *Server) SetDimCycle(dims ...int) { s.mu.Lock(); s.cycle = dims; s.mu.Unlock() }
 
 // SetDelay makes every request wait d before answering (or until the
 // client gives up).
@@ -221,6 +227,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	dim, delay, fail := s.dim, s.delay, s.fail
+	if len(s.cycle) > 0 {
+		dim = s.cycle[s.requests%len(s.cycle)]
+	}
 	s.mu.Unlock()
 	if delay > 0 {
 		select {

@@ -336,10 +336,10 @@ function reduceHistory(s, a) {
     case 'search':          // {q}: run a search (the shell debounces typing)
       search(s, a.q);
       break;
-    case 'search-results':  // {req, hits, mode}: an answer of /api/history/search
+    case 'search-results':  // {req, hits, mode, broad, semantic}: an answer of /api/history/search
       if (a.req && a.req.serial === s.search.serial) {
         Object.assign(s.search, { status: 'done', hits: Array.isArray(a.hits) ? a.hits : [], mode: a.mode === 'or' ? 'or' : 'and',
-          broad: a.broad === true, error: '', forQuery: a.req.q });
+          broad: a.broad === true, semantic: typeof a.semantic === 'string' ? a.semantic : '', error: '', forQuery: a.req.q });
       }
       break;
     default:

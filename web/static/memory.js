@@ -2,7 +2,10 @@
 // person manages (GET /api/memory). Add one (POST), edit one in place (PUT
 // /api/memory/{id}), forget one (DELETE) with an Undo that saves the text
 // again as a new item, and narrow the list by words typed in its own
-// search box (client-side: every item is already here). The list follows
+// search box — matched as `type:memory` search matches (GET
+// /api/history/search: stemmed words, and by meaning when configured), so
+// the two find the same items. Items are listed by id, the order /memory
+// prints them in the terminal. The list follows
 // every door: each memory_changed frame (the agent saved, the terminal
 // forgot, another tab edited) and each reconnect make it look again. It
 // builds its own header button and panel; loaded as its own module script
@@ -71,6 +74,14 @@ let loaded = false;
 let loading = null;
 let again = false;
 let undo = null;     // {text, timer}: the last item forgotten here
+// The filter's answer from the search: {q, ids: Map id → how found,
+// mode, semantic} for the words in the box (q), or null while none is in;
+// filterError says why the search failed (the words are then matched
+// here, as typed).
+let found = null;
+let filterError = '';
+let filterTimer = null;
+let filterSerial = 0;
 const editing = new Map(); // id → {draft, base}: items open for editing (their text as it was when opened)
 
 function showError(text) {
@@ -98,21 +109,64 @@ async function refresh() {
 
 const norm = (s) => String(s).toLocaleLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
 function matches(it, words) {
-  const t = norm(it.text + ' ' + it.source);
+  const t = norm(it.id + ' ' + it.text + ' ' + it.source);
   return words.every((w) => t.includes(w));
+}
+
+// runFilter asks the search for the items the words in the box find, as
+// `type:memory` search does (the best 200).
+async function runFilter() {
+  clearTimeout(filterTimer);
+  const q = filter.value.trim();
+  const serial = ++filterSerial;
+  if (!q) { found = null; filterError = ''; paint(); return; }
+  try {
+    const b = await apiGet('/api/history/search', { q: q + ' type:memory', limit: 200 });
+    if (serial !== filterSerial) return;
+    const ids = new Map();
+    for (const hit of Array.isArray(b.hits) ? b.hits : []) if (hit.item) ids.set(hit.item, hit.found || 'words');
+    found = { q, ids, mode: b.mode, semantic: b.semantic || '' };
+    filterError = '';
+  } catch (e) {
+    if (serial !== filterSerial) return;
+    found = null;
+    filterError = e.message;
+  }
+  paint();
+}
+
+// shownItems is the items the filter lets through, in list order, and
+// the status line for them.
+function shownItems() {
+  const q = filter.value.trim();
+  if (!q) return { shown: items, note: '' };
+  if (filterError) {
+    // The search failed: the words as typed.
+    const words = norm(q).split(/\s+/).filter(Boolean);
+    const shown = items.filter((it) => matches(it, words));
+    return { shown, note: ' (search failed: ' + filterError + '; matching the words as typed)' };
+  }
+  if (!found || found.q !== q) {
+    // Its answer is on the way: what the last one found stays until then.
+    return { shown: found ? items.filter((it) => found.ids.has(it.id)) : items, searching: true };
+  }
+  const shown = items.filter((it) => found.ids.has(it.id));
+  let note = '';
+  if (found.mode === 'or') note += ' (no item has every word: items with some of them)';
+  if (found.semantic === 'unavailable') note += ' (search by meaning is unavailable now: matching words only)';
+  return { shown, note };
 }
 
 function paint() {
   count.replaceChildren(...(items.length ? [h('span', 'mem-sep', ' · '), String(items.length)] : []));
   total.textContent = items.length ? ' · ' + items.length + (items.length === 1 ? ' item' : ' items') : '';
-  const words = norm(filter.value).split(/\s+/).filter(Boolean);
-  // Newest change first.
-  const shown = items.filter((it) => !words.length || matches(it, words))
-    .sort((a, b) => String(b.updated || b.created).localeCompare(String(a.updated || a.created)));
+  // In id order, as the server lists them (and /memory in the terminal).
+  const { shown, note, searching } = shownItems();
   if (loadError) status.textContent = loadError;
   else if (!loaded) status.textContent = 'Loading…';
   else if (!items.length) status.textContent = 'The assistant remembers nothing yet. Add something above, or tell it: “remember that …”.';
-  else if (words.length) status.textContent = shown.length ? shown.length + ' of ' + items.length + ' match.' : 'Nothing in memory matches “' + filter.value.trim() + '”.';
+  else if (searching) status.textContent = 'Searching…';
+  else if (filter.value.trim()) status.textContent = (shown.length ? shown.length + ' of ' + items.length + ' match.' : 'Nothing in memory matches “' + filter.value.trim() + '”.') + note;
   else status.textContent = '';
   for (const id of editing.keys()) {
     if (!items.some((it) => it.id === id)) dropEditor(id);
@@ -152,6 +206,11 @@ function reconcile(shown) {
 function build(id) {
   const li = h('li', 'mem-item');
   li.dataset.id = id;
+  // The id /forget takes in the terminal, and the agent's memory tools.
+  const idTag = h('span', 'mem-id', id);
+  idTag.title = 'This item’s id: /forget ' + id + ' in the terminal forgets it';
+  const by = h('span', 'mem-found', 'found by meaning');
+  by.hidden = true;
   const text = h('p', 'mem-text');
   const box = h('textarea', 'mem-edit');
   box.rows = 2;
@@ -165,13 +224,17 @@ function build(id) {
     b.dataset.action = action;
     actions.append(b);
   }
-  li.append(text, box, meta, actions);
+  const head = h('div', 'mem-head');
+  head.append(idTag, by);
+  li.append(head, text, box, meta, actions);
   return li;
 }
 
 function update(li, it) {
   const ed = editing.get(it.id);
   li.classList.toggle('editing', !!ed);
+  const how = found && filter.value.trim() === found.q ? found.ids.get(it.id) : '';
+  li.querySelector('.mem-found').hidden = how !== 'meaning';
   li.querySelector('.mem-text').textContent = it.text;
   li.querySelector('.mem-text').hidden = !!ed;
   const box = li.querySelector('.mem-edit');
@@ -336,11 +399,15 @@ list.addEventListener('keydown', (e) => {
     stopEdit(li.dataset.id);
   }
 });
-filter.addEventListener('input', paint);
+filter.addEventListener('input', () => {
+  paint(); // "Searching…"; the search's answer in a moment
+  clearTimeout(filterTimer);
+  filterTimer = setTimeout(runFilter, 200);
+});
 
 
 // On each memory_changed (from any door) and after a reconnect (changes
 // while the connection was down sent no frame), look again.
 // A burst (a consolidation's items) is one look.
-lookAgain(() => state.memoryRev, refresh);
+lookAgain(() => state.memoryRev, () => { refresh(); if (filter.value.trim()) runFilter(); });
 refresh();

@@ -32,6 +32,11 @@ function renderSearch() {
       (sr.mode === 'or' ? ' (no message has every word: partial matches)' : '') +
       (sr.broad ? ' (very many matches: the newest ranked; add a word to narrow)' : '');
   }
+  // Search by meaning configured but not answering: say the hits are by
+  // words only (no hit can be "found by meaning" then).
+  if (sr.status === 'done' && sr.semantic === 'unavailable') {
+    status += (status.endsWith('.') ? ' ' : '. ') + 'Search by meaning is unavailable now: matching words only.';
+  }
   const hint = sr.status === 'done' && sr.hits.length && !state.jumping ? ' — ↑ ↓ to choose, Enter to open' : '';
   if (el.searchStatus.textContent !== status + hint) {
     el.searchStatus.replaceChildren(status, ...(hint ? [h('span', 'kbd-hint', hint)] : []));
@@ -77,6 +82,13 @@ function resultNode(hit, i) {
   const d = timeOf(hit.ts);
   if (d) t.dateTime = d.toISOString();
   meta.append(t);
+  // Found by what it means, not by its words: nothing in it is marked.
+  if (hit.found === 'meaning') {
+    const m = h('span', 'found-meaning', 'found by meaning');
+    m.title = 'None of your words is in it; it is about the same thing';
+    meta.append(m);
+  }
+  if (hit.item) meta.append(h('span', 'result-item', hit.item));
   const snip = h('div', 'result-snippet');
   for (const part of Core.marked(hit.snippet)) {
     snip.append(part.mark ? h('mark', null, part.text) : document.createTextNode(part.text));

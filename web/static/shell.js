@@ -109,7 +109,7 @@ function runRequest(req) {
   const failed = (e) => dispatch({ type: 'history-failed', req, error: e.message });
   if (req.kind === 'search') {
     apiGet('/api/history/search', { q: req.q, limit: req.limit })
-      .then((b) => dispatch({ type: 'search-results', req, hits: b.hits, mode: b.mode, broad: b.broad }), failed);
+      .then((b) => dispatch({ type: 'search-results', req, hits: b.hits, mode: b.mode, broad: b.broad, semantic: b.semantic }), failed);
     return;
   }
   apiGet('/api/history/range', { from: req.from, to: req.to, limit: req.limit })
