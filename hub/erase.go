@@ -51,10 +51,10 @@ type (
 	// quotedItem is a memory item an erase edited or deleted: the events
 	// that carried its text are erased next.
 	quotedItem struct {
-		id          string
-		edited      bool  // changed after it was first saved
-		changedAt   int64 // seq of the erase's own memory_changed
-		savedAt int64 // the seq its id names (0 if none)
+		id        string
+		edited    bool  // changed after it was first saved
+		changedAt int64 // seq of the erase's own memory_changed
+		savedAt   int64 // the seq its id names (0 if none)
 	}
 )
 
