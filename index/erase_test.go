@@ -1,0 +1,57 @@
+package index_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEraseLeavesNoBytes erases a message whose word is in no other: the
+// search finds it no more, and neither search.db nor its -wal holds the
+// word; the other messages are still found. Erasing again, or a seq the
+// index does not hold, is no error.
+func TestEraseLeavesNoBytes(t *testing.T) {
+	var texts []string
+	for i := range 200 {
+		texts = append(texts, "filler message number "+strings.Repeat("x", i%7)+" about the garden", "ok")
+	}
+	texts = append(texts, "the wifi password is zanzibarquokka", "noted")
+	evs := convo(texts...)
+	ix := openIndex(t, evs)
+	ctx := context.Background()
+	if res := search(t, ix, "zanzibarquokka"); len(res.Hits) != 1 {
+		t.Fatalf("before the erase: %d hits, want 1", len(res.Hits))
+	}
+	var seq int64
+	for _, e := range evs {
+		if m, ok := e.Message(); ok && strings.Contains(m.Content, "zanzibarquokka") {
+			seq = e.Seq
+		}
+	}
+	for range 2 {
+		if err := ix.Erase(ctx, seq); err != nil {
+			t.Fatalf("Erase(%d): %v", seq, err)
+		}
+	}
+	if err := ix.Erase(ctx, 1<<40); err != nil {
+		t.Fatalf("Erase of an unknown seq: %v", err)
+	}
+	if res := search(t, ix, "zanzibarquokka"); len(res.Hits) != 0 {
+		t.Errorf("after the erase: %d hits, want 0", len(res.Hits))
+	}
+	if res := search(t, ix, "garden"); len(res.Hits) == 0 {
+		t.Errorf("the other messages are no longer found")
+	}
+	for _, f := range []string{ix.Path(), ix.Path() + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(bytes.ToLower(b), []byte("zanzibarquokka")) || bytes.Contains(b, []byte("zanzibarquokk")) {
+			t.Errorf("%s still holds the erased word", filepath.Base(f))
+		}
+	}
+}
