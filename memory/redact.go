@@ -1,8 +1,12 @@
 package memory
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
 )
 
 // quoteWords is how many consecutive words of an erased message a piece
@@ -103,4 +107,28 @@ func splitKeep(line string) []string {
 
 func hasWordChar(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+}
+
+// RedactFile removes from the memory file name (short_term.md,
+// long_term.md) every line and sentence that quotes erased (see Redact),
+// replacing the file atomically. It reports whether anything was
+// removed; a missing file is left alone.
+func (s *Store) RedactFile(name, erased string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	text, err := s.read(name)
+	if err != nil || text == "" {
+		return false, err
+	}
+	kept, quoted := Redact(text, erased)
+	if !quoted {
+		return false, nil
+	}
+	if kept != "" {
+		kept += "\n"
+	}
+	if err := atomicfile.Write(filepath.Join(s.dir, name), []byte(kept), filePerm); err != nil {
+		return true, fmt.Errorf("rewrite %s: %w", name, err)
+	}
+	return true, nil
 }
