@@ -307,6 +307,10 @@ func (p *printer) event(e event.Event) {
 			return // printed before the resubscription
 		}
 	}
+	if (e.Type == event.User || e.Type == event.Assistant) && event.IsTombstone(e) {
+		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", e.Seq, erasedNote(decode[event.TombstoneData](e).By))))
+		return
+	}
 	switch e.Type {
 	case event.User:
 		p.user(e)
@@ -368,7 +372,15 @@ func (p *printer) event(e event.Event) {
 		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", d.Reason, d.Kept))
 	case event.MemoryChanged:
 		p.line(p.o.style(dim, memoryLine(decode[event.MemoryChangedData](e))))
+	case event.Erased:
+		d := decode[event.ErasedData](e)
+		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", d.Seq, erasedNote(d.By))))
 	}
+}
+
+// erasedNote is what stands in place of an erased message.
+func erasedNote(by string) string {
+	return "message erased (by " + by + ")"
 }
 
 // memoryLine tells a change to the long-term memory made at any door:
@@ -453,6 +465,13 @@ func (p *printer) turnEnd(e event.Event) {
 // historyLine prints an event from /history or the welcome context.
 func (p *printer) historyLine(e event.Event) {
 	ts := e.TS.Std().Local().Format("15:04")
+	if e.Type == event.User || e.Type == event.Assistant {
+		ts += fmt.Sprintf(" #%d", e.Seq) // what /erase takes
+		if event.IsTombstone(e) {
+			p.line(p.o.style(dim, ts+" "+erasedNote(decode[event.TombstoneData](e).By)))
+			return
+		}
+	}
 	switch e.Type {
 	case event.User:
 		d := decode[event.UserData](e)
