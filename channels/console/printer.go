@@ -307,8 +307,7 @@ func (p *printer) event(e event.Event) {
 			return // printed before the resubscription
 		}
 	}
-	if (e.Type == event.User || e.Type == event.Assistant) && event.IsTombstone(e) {
-		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", e.Seq, erasedNote(decode[event.TombstoneData](e).By))))
+	if p.erasure(e) {
 		return
 	}
 	switch e.Type {
@@ -372,10 +371,22 @@ func (p *printer) event(e event.Event) {
 		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", d.Reason, d.Kept))
 	case event.MemoryChanged:
 		p.line(p.o.style(dim, memoryLine(decode[event.MemoryChangedData](e))))
-	case event.Erased:
+	}
+}
+
+// erasure prints an erased event, or an erased message's tombstone (a
+// replay), as "#12 message erased (by web)", and reports whether e was one.
+func (p *printer) erasure(e event.Event) bool {
+	switch {
+	case e.Type == event.Erased:
 		d := decode[event.ErasedData](e)
 		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", d.Seq, erasedNote(d.By))))
+	case (e.Type == event.User || e.Type == event.Assistant) && event.IsTombstone(e):
+		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", e.Seq, erasedNote(decode[event.TombstoneData](e).By))))
+	default:
+		return false
 	}
+	return true
 }
 
 // erasedNote is what stands in place of an erased message.
