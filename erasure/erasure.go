@@ -244,3 +244,8 @@ func (a *Applier) eraseAudit(seq int64, line []byte) (history.EraseStats, error)
 	}
 	return st, errors.Join(errs...)
 }
+
+// ApplyStats is Apply, also saying what it did.
+func (a *Applier) ApplyStats(ctx context.Context, d event.ErasedData) (Stats, error) {
+	return a.apply(ctx, d)
+}

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/history"
+	"github.com/frontdesk-hq/frontdesk/index"
 )
 
 // TestEraseLeavesNoBytes erases a message whose word is in no other: the
@@ -54,4 +58,45 @@ func TestEraseLeavesNoBytes(t *testing.T) {
 			t.Errorf("%s still holds the erased word", filepath.Base(f))
 		}
 	}
+}
+
+// BenchmarkIndexErase1M erases messages from the index built over the
+// 1M-event corpus (see buildIndex): the FTS5 delete with secure-delete,
+// the row and its vector, secure_delete, and the WAL checkpoint
+// (TRUNCATE) each erase ends with. It reports the time of one erase and
+// the index file's size.
+func BenchmarkIndexErase1M(b *testing.B) {
+	bi := buildIndex(b)
+	ix, _, err := index.Open(bi.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	ctx := context.Background()
+	// Messages spread over the indexed part of the log.
+	r := history.NewReader(bi.logPath)
+	var seqs []int64
+	for i := range b.N {
+		evs, err := r.Since(int64(1+(i*300_007)%800_000), 8)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Type == event.User || e.Type == event.Assistant {
+				seqs = append(seqs, e.Seq)
+				break
+			}
+		}
+	}
+	b.ResetTimer()
+	for _, seq := range seqs {
+		if err := ix.Erase(ctx, seq); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if fi, err := os.Stat(bi.path); err == nil {
+		b.ReportMetric(float64(fi.Size())/(1<<20), "MiB-index")
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/erase")
 }
