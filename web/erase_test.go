@@ -53,7 +53,14 @@ func startErase(t *testing.T) *eraseEnv {
 	go func() { defer close(done); go ix.Run(ctx); m.Run(ctx) }()
 	wsh := ws.New(m, ws.Options{})
 	srv := httptest.NewServer(web.Handler(m, web.Options{WS: wsh, Messages: webhook.New(m, webhook.Options{})}))
-	t.Cleanup(func() { cancel(); <-done; ap.Wait(); srv.Close(); wsh.Wait(context.Background()); lg.Close() })
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		ap.Wait()
+		srv.Close()
+		wsh.Wait(context.Background())
+		lg.Close()
+	})
 	return &eraseEnv{hub: m, srv: srv, applier: ap}
 }
 
