@@ -100,3 +100,27 @@ func BenchmarkIndexErase1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/erase")
 }
+
+// TestMemoryChangeLeavesNoBytes: a memory section replaced (an item
+// edited or deleted because it quoted an erased message) leaves no trace
+// of its old words in search.db or its WAL.
+func TestMemoryChangeLeavesNoBytes(t *testing.T) {
+	ix := openIndex(t, sample)
+	ctx := context.Background()
+	t0 := sample[0].TS.Std()
+	if err := ix.UpdateMemory(ctx, []index.Doc{{TS: t0, Content: "[m1] the locker code is marmotquartz"}, {TS: t0, Content: "[m2] likes tea"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.UpdateMemory(ctx, []index.Doc{{TS: t0, Content: "[m2] likes tea"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ix.Path(), ix.Path() + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("marmotquartz")) {
+			t.Errorf("%s still holds the old section's word", filepath.Base(f))
+		}
+	}
+}

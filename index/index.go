@@ -512,6 +512,11 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 		return classify("index memory", err)
 	}
 	ix.vec.removeFrom(memoryBase)
+	// The old sections' words leave the WAL and the file now, not at the
+	// next automatic checkpoint: an item edited or deleted because it
+	// quoted an erased message must not linger (see Erase). Best effort:
+	// a reader holding the WAL only delays it to the next change.
+	_ = ix.checkpoint(ctx)
 	return nil
 }
 
