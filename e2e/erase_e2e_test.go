@@ -190,6 +190,11 @@ func checkErasedEverywhere(t *testing.T, url, dir string, seqs []int64, secret s
 	if err != nil || strings.Contains(string(out), secret) || strings.Count(string(out), `"erased":true`) != len(seqs) {
 		t.Errorf("frontdesk history range: %v\n%s\nwant %d tombstones and no secret", err, out, len(seqs))
 	}
+	out, err = exec.Command(binary, "history", "range", "-data", filepath.Join(dir, "state"),
+		"-from", fmt.Sprint(from), "-to", fmt.Sprint(to)).CombinedOutput()
+	if err != nil || strings.Count(string(out), "[message erased by api]") != len(seqs) {
+		t.Errorf("frontdesk history range (table): %v\n%s\nwant %d lines [message erased by api]", err, out, len(seqs))
+	}
 	rpc := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"history_range","arguments":{"from":"%d","to":"%d"}}}`, from, to)
 	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(rpc))
 	req.Header.Set("Content-Type", "application/json")
