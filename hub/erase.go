@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
@@ -52,9 +52,8 @@ type (
 	// that carried its text are erased next.
 	quotedItem struct {
 		id        string
-		edited    bool  // changed after it was first saved
-		changedAt int64 // seq of the erase's own memory_changed
-		savedAt   int64 // the seq its id names (0 if none)
+		changedAt int64     // seq of the erase's own memory_changed
+		created   time.Time // its first memory_changed event's ts
 	}
 )
 
@@ -104,40 +103,47 @@ func (m *SessionManager) eraseHere(ctx context.Context, c eraseCmd) (eraseReply,
 }
 
 // eraseItemEvents erases the memory_changed events that carried the text
-// of an item an erase edited or deleted: the one that saved it (its id is
-// "m" and that event's seq) and, for an item edited before, every edit of
-// it up to the erase's own. Failures are logged: the item itself is
-// already rid of the text.
+// of an item an erase edited or deleted: the one that saved it and every
+// edit of it up to the erase's own, found in the log from the item's
+// creation on (an item's id names no seq). Failures are logged: the item
+// itself is already rid of the text.
 func (m *SessionManager) eraseItemEvents(ctx context.Context, q quotedItem) {
-	seqs := []int64{}
-	if q.savedAt > 0 {
-		seqs = append(seqs, q.savedAt)
-	}
-	if q.edited && m.cfg.History != nil {
-		from := max(q.savedAt, 1)
-		for from < q.changedAt {
-			evs, err := m.cfg.History.Since(from, catchUpBatch)
-			if err != nil || len(evs) == 0 {
-				break
-			}
-			for _, e := range evs {
-				if e.Seq >= q.changedAt {
-					break
-				}
-				var d event.MemoryChangedData
-				if e.Type == event.MemoryChanged && e.Decode(&d) == nil && d.ID == q.id && d.Text != "" && e.Seq != q.savedAt {
-					seqs = append(seqs, e.Seq)
-				}
-			}
-			from = evs[len(evs)-1].Seq + 1
-		}
-	}
+	seqs := m.itemEvents(ctx, q)
 	for _, s := range seqs {
 		_, err := m.eraseHere(ctx, eraseCmd{seq: s, by: memory.ByErase, item: true})
 		if err != nil && !errors.Is(err, ErrAlreadyErased) {
 			m.cfg.Logger.Error("erase: an event that carried a memory item's text was not erased", "seq", s, "item", q.id, "err", err)
 		}
 	}
+}
+
+// itemEvents returns the seqs of the memory_changed events before
+// q.changedAt that gave item q.id a text.
+func (m *SessionManager) itemEvents(ctx context.Context, q quotedItem) []int64 {
+	if m.cfg.History == nil {
+		return nil
+	}
+	// The first event at or after the item's creation (a second early:
+	// the log's clock and the item's agree to the millisecond).
+	first, _, _, err := m.cfg.History.Range(ctx, history.Bound{Time: q.created.Add(-time.Second)}, history.Bound{Seq: q.changedAt}, 1)
+	if err != nil || len(first) == 0 {
+		return nil
+	}
+	var seqs []int64
+	for from := first[0].Seq; from < q.changedAt; {
+		evs, err := m.cfg.History.Since(from, catchUpBatch)
+		if err != nil || len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			var d event.MemoryChangedData
+			if e.Seq < q.changedAt && e.Type == event.MemoryChanged && e.Decode(&d) == nil && d.ID == q.id && d.Text != "" {
+				seqs = append(seqs, e.Seq)
+			}
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+	return seqs
 }
 
 // erase runs c on the hub's goroutine.
@@ -255,11 +261,7 @@ func (m *SessionManager) scrubMemory(content string) []quotedItem {
 			m.cfg.Logger.Error("erase: a memory item quoting the erased message was not changed", "item", it.ID, "err", r.err)
 			continue
 		}
-		q := quotedItem{id: it.ID, edited: !it.Updated.Equal(it.Created), changedAt: m.seq}
-		if n, err := strconv.ParseInt(strings.TrimPrefix(it.ID, "m"), 10, 64); err == nil && strings.HasPrefix(it.ID, "m") {
-			q.savedAt = n
-		}
-		out = append(out, q)
+		out = append(out, quotedItem{id: it.ID, changedAt: m.seq, created: it.Created})
 	}
 	return out
 }

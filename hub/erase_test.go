@@ -58,6 +58,9 @@ func TestEraseMessage(t *testing.T) {
 	rec := &requests{}
 	h := startHub(t, cfg, rec)
 	ctx := ctxT(t)
+	// A turn first, so that no item's id (m1, m2, …) is the seq of the
+	// event that saved it.
+	runTurn(t, h, "Good morning.")
 	partial, err := h.MemorySave(ctx, "Lives in Lisbon. The wifi password is quokkablue at home.", memory.SourceWeb)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +72,10 @@ func TestEraseMessage(t *testing.T) {
 	other, err := h.MemorySave(ctx, "Likes green tea.", memory.SourceWeb)
 	if err != nil {
 		t.Fatal(err)
+	}
+	savedSeq := map[string]int64{}
+	for _, id := range []string{partial.ID, whole.ID, other.ID} {
+		savedSeq[id] = savedAt(t, h, id)
 	}
 	seq := runTurn(t, h, "the wifi password is quokkablue at home")
 	s, _ := subscribe(t, h, seq)
@@ -110,7 +117,7 @@ func TestEraseMessage(t *testing.T) {
 		t.Errorf("an item that does not quote the message changed: %+v", changes[other.ID])
 	}
 	for _, id := range []string{partial.ID, whole.ID} {
-		if !itemErased[mustSeq(t, id)] {
+		if !itemErased[savedSeq[id]] {
 			t.Errorf("the event that saved %s was not erased (erased: %v)", id, itemErased)
 		}
 	}
@@ -141,7 +148,7 @@ func TestEraseMessage(t *testing.T) {
 		seq  int64
 		want error
 	}{
-		{seq, ErrAlreadyErased}, {seq + 2, ErrNotMessage}, {mustSeq(t, other.ID), ErrNotMessage},
+		{seq, ErrAlreadyErased}, {seq + 2, ErrNotMessage}, {savedSeq[other.ID], ErrNotMessage},
 		{1 << 40, ErrNoEvent}, {0, ErrBadSeq}, {-1, ErrBadSeq},
 	} {
 		if _, err := h.Erase(ctx, c.seq, event.ChannelWeb); !errors.Is(err, c.want) {
@@ -150,13 +157,19 @@ func TestEraseMessage(t *testing.T) {
 	}
 }
 
-func mustSeq(t *testing.T, id string) int64 {
+func savedAt(t *testing.T, h *testHub, id string) int64 {
 	t.Helper()
-	var n int64
-	for _, c := range strings.TrimPrefix(id, "m") {
-		n = n*10 + int64(c-'0')
+	evs, _, err := h.Range(ctxT(t), "1", "", 1000)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	for _, e := range evs {
+		if e.Type == event.MemoryChanged && data[event.MemoryChangedData](t, e).ID == id {
+			return e.Seq
+		}
+	}
+	t.Fatalf("no memory_changed event saved %s", id)
+	return 0
 }
 
 // A restart replays the memory items from a log whose events that carried
