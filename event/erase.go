@@ -21,6 +21,11 @@ type ErasedData struct {
 	TS      Time   `json:"ts"`
 	Turn    string `json:"turn,omitempty"`
 	Channel string `json:"channel,omitempty"`
+	// Item and Action are an erased memory_changed event's item id and
+	// action (no text): a store rebuilt from the log still counts the
+	// ids a save took (see memory.Items.Apply).
+	Item   string `json:"item,omitempty"`
+	Action string `json:"action,omitempty"`
 }
 
 // TombstoneData is the payload left where an erased event was: no content,
@@ -32,6 +37,9 @@ type TombstoneData struct {
 	// Content is always "": a client that reads user.content or
 	// assistant.content finds an empty string, never a missing field.
 	Content string `json:"content"`
+	// Item and Action: see ErasedData (memory_changed tombstones only).
+	Item   string `json:"item,omitempty"`
+	Action string `json:"action,omitempty"`
 }
 
 // ErasedOf describes the erasure of e by by.
@@ -40,6 +48,10 @@ func ErasedOf(e Event, by string) ErasedData {
 	if m, ok := e.Message(); ok {
 		d.Channel = m.Channel
 	}
+	var mc MemoryChangedData
+	if e.Type == MemoryChanged && e.Decode(&mc) == nil {
+		d.Item, d.Action = mc.ID, mc.Action
+	}
 	return d
 }
 
@@ -47,7 +59,7 @@ func ErasedOf(e Event, by string) ErasedData {
 // ts, type and turn, data TombstoneData. Every node builds it from the
 // erased event alone, so every copy is byte for byte the same.
 func Tombstone(d ErasedData) Event {
-	b, _ := json.Marshal(TombstoneData{Erased: true, By: d.By, Channel: d.Channel})
+	b, _ := json.Marshal(TombstoneData{Erased: true, By: d.By, Channel: d.Channel, Item: d.Item, Action: d.Action})
 	return Event{V: LogVersion, Seq: d.Seq, TS: d.TS, Type: d.Type, Turn: d.Turn, Data: b}
 }
 

@@ -180,11 +180,17 @@ func TestErasedItemsRebuildFromTheLog(t *testing.T) {
 	cfg := withItems(t, Config{DataDir: dir})
 	h := startHub(t, cfg, &requests{})
 	ctx := ctxT(t)
+	// The item that is nothing but the quote is deleted, its save erased.
+	if _, err := h.MemorySave(ctx, "the wifi password is quokkablue at home", memory.SourceAgent); err != nil {
+		t.Fatal(err)
+	}
 	partial, _ := h.MemorySave(ctx, "Lives in Lisbon. The wifi password is quokkablue at home.", memory.SourceWeb)
 	seq := runTurn(t, h, "the wifi password is quokkablue at home")
 	if _, err := h.Erase(ctx, seq, event.ChannelWeb); err != nil {
 		t.Fatal(err)
 	}
+	// A save after the erase: its id was counted past the erased save's.
+	later, _ := h.MemorySave(ctx, "Likes green tea.", memory.SourceWeb)
 	h.stop()
 	// The files as an Applier leaves them: every erased event's line its tombstone.
 	evs := readLog(t, dir)
@@ -205,8 +211,11 @@ func TestErasedItemsRebuildFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != 1 || items[0].ID != partial.ID || items[0].Text != "Lives in Lisbon." || items[0].Source != memory.SourceWeb {
+	if len(items) != 2 || items[0].ID != partial.ID || items[0].Text != "Lives in Lisbon." || items[0].Source != memory.SourceWeb {
 		t.Errorf("items rebuilt from the log: %+v, want %s \"Lives in Lisbon.\" from web", items, partial.ID)
+	}
+	if len(items) == 2 && (items[1].ID != later.ID || items[1].Old != "") {
+		t.Errorf("the item saved after the erase came back as %+v, want id %s as it was given", items[1], later.ID)
 	}
 }
 

@@ -60,3 +60,13 @@ func (s *Items) Renumber() {
 	defer s.mu.Unlock()
 	s.file.Items, s.file.Applied, s.file.Next = nil, 0, 1
 }
+
+// takeID moves the counter past the id a save whose event was erased
+// took: the next save gets the id it got when the log was written.
+func (s *Items) takeID(id string) {
+	if id != s.nextLocked() {
+		return // saved before short ids, or counted otherwise: nothing to keep in step
+	}
+	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "m"), 10, 64)
+	s.file.Next = n + 1
+}

@@ -178,9 +178,18 @@ func (s *Items) Apply(e event.Event) (bool, error) {
 	if e.Seq != 0 && e.Seq <= s.file.Applied {
 		return false, nil
 	}
-	if e.Type != event.MemoryChanged || event.IsTombstone(e) {
-		// A tombstone is a change whose text was erased: the erase's own
-		// memory_changed (by "erase") follows it in the log.
+	if e.Type != event.MemoryChanged {
+		s.file.Applied = max(s.file.Applied, e.Seq)
+		return false, nil
+	}
+	if event.IsTombstone(e) {
+		// A change whose text was erased: the erase's own memory_changed
+		// (by "erase") follows it in the log. A save still took its id,
+		// so that the ids of the items saved after it stay the same.
+		var t event.TombstoneData
+		if e.Decode(&t) == nil && (t.Action == event.MemorySaved || t.Action == event.MemoryConsolidated) && t.Item != "" {
+			s.takeID(t.Item)
+		}
 		s.file.Applied = max(s.file.Applied, e.Seq)
 		return false, nil
 	}
