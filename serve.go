@@ -150,8 +150,10 @@ type stores struct {
 	chatLog *history.Log
 	mem     *memory.Store
 	items   *memory.Items
-	search  *index.Follower
-	files   clusterhub.FileStore // the local store, or on a cluster node the object store cached there
+	// itemsDamage is what a damaged items.json cost at start (nil: sound).
+	itemsDamage *memory.ItemsDamage
+	search      *index.Follower
+	files       clusterhub.FileStore // the local store, or on a cluster node the object store cached there
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -178,9 +180,12 @@ func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logg
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
 	}
-	if st.items, err = memory.OpenItems(cfg.Memory.Dir); err != nil {
+	if st.items, st.itemsDamage, err = memory.OpenItemsMending(cfg.Memory.Dir, time.Now()); err != nil {
 		st.close()
 		return nil, err
+	}
+	if st.itemsDamage != nil {
+		logger.Error(st.itemsDamage.Message())
 	}
 	local, err := attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes)
 	if err != nil {
@@ -222,6 +227,8 @@ type app struct {
 	// cluster node the one that forwards to the holder's.
 	schedAPI web.Schedules
 	state    *clusterState // a cluster node's replicated files; nil on a single node
+	// itemsDamage is what a damaged items.json cost at start (nil: sound).
+	itemsDamage *memory.ItemsDamage
 
 	clusterMetrics *clusterhub.Metrics // a cluster node's
 }
@@ -236,7 +243,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if err != nil {
 		return nil, err
 	}
-	a := &app{tools: newMCPManager(cfg, getenv, logger)}
+	a := &app{tools: newMCPManager(cfg, getenv, logger), itemsDamage: st.itemsDamage}
 	var lg hub.Log = st.chatLog
 	var link hub.Cluster
 	if node != nil {
@@ -311,10 +318,14 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 // warnings is what /healthz reports as reasons while the desk still
 // works: a damaged schedules.json kept aside at start.
 func (a *app) warnings() []string {
+	var w []string
 	if d := a.sched.Damage(); d != nil {
-		return []string{d.Message()}
+		w = append(w, d.Message())
 	}
-	return nil
+	if a.itemsDamage != nil {
+		w = append(w, a.itemsDamage.Message())
+	}
+	return w
 }
 
 // newHub makes the session over the stores; tools supplies each turn's

@@ -97,7 +97,7 @@ func OpenItems(dir string) (*Items, error) {
 	}
 	var f itemsFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("open memory items: %s is damaged (%v): move it aside and it is rebuilt from the chat log", s.path, err)
+		return nil, &damagedError{path: s.path, problem: readProblem(b, err)}
 	}
 	if f.Version != itemsVersion {
 		return nil, fmt.Errorf("open memory items: %s has version %d, this server reads %d", s.path, f.Version, itemsVersion)
