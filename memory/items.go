@@ -39,12 +39,22 @@ var ErrNotFound = errors.New("no memory item has that id")
 // the item's life ("m" and the seq of the memory_changed event that first
 // saved it), Source says who saved it first (Source*), Created and
 // Updated are the times of its first and latest memory_changed event.
+//
+// Door and From say where the save was asked for (see
+// event.MemoryChangedData): for an item the agent saved, the door of the
+// turn's input and its sender, so that a fact planted by an email is not
+// taken for one a person typed. EditedBy is the door of the latest edit
+// (web, console, api), empty when it was never edited. Items saved by
+// earlier versions have none of the three.
 type Item struct {
-	ID      string    `json:"id"`
-	Text    string    `json:"text"`
-	Source  string    `json:"source"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	ID       string    `json:"id"`
+	Text     string    `json:"text"`
+	Source   string    `json:"source"`
+	Door     string    `json:"door,omitempty"`
+	From     string    `json:"from,omitempty"`
+	EditedBy string    `json:"edited_by,omitempty"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 }
 
 // itemsVersion is the "version" of items.json.
@@ -178,13 +188,13 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		if i >= 0 || d.ID == "" {
 			return false // applied before
 		}
-		s.file.Items = append(s.file.Items, Item{ID: d.ID, Text: d.Text, Source: d.Source, Created: ts, Updated: ts})
+		s.file.Items = append(s.file.Items, Item{ID: d.ID, Text: d.Text, Source: d.Source, Door: d.Door, From: d.From, Created: ts, Updated: ts})
 		return true
 	case event.MemoryEdited:
 		if i < 0 {
 			return false // deleted since
 		}
-		s.file.Items[i].Text, s.file.Items[i].Updated = d.Text, ts
+		s.file.Items[i].Text, s.file.Items[i].Updated, s.file.Items[i].EditedBy = d.Text, ts, d.By
 		return true
 	case event.MemoryDeleted:
 		if i < 0 {

@@ -353,7 +353,11 @@ func (p *printer) event(e event.Event) {
 		p.turnEnd(e)
 	case event.ApprovalRequest:
 		d := decode[event.ApprovalRequestData](e)
-		p.line(p.o.style(bold, fmt.Sprintf("approval needed [%s]: ", d.ID)) + fmt.Sprintf("%s %s — /approve %s or /deny %s", d.Tool, clip(string(d.Args), 200), d.ID, d.ID))
+		what := string(d.Args)
+		if d.Text != "" { // the server says what the call would do: a memory tool's item text
+			what = "— " + d.Text
+		}
+		p.line(p.o.style(bold, fmt.Sprintf("approval needed [%s]: ", d.ID)) + fmt.Sprintf("%s %s — /approve %s or /deny %s", d.Tool, clip(what, 200), d.ID, d.ID))
 	case event.ApprovalResult:
 		d := decode[event.ApprovalResultData](e)
 		word := "approved"
