@@ -32,6 +32,13 @@ func startMemory(t *testing.T, o web.Options) *env {
 // startMemoryWith is startMemory with the agent a and the webhook door.
 func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 	t.Helper()
+	return startMemoryCfg(t, o, a, hub.Config{})
+}
+
+// startMemoryCfg is startMemoryWith over cfg (its data directory, item
+// store and logger are set here).
+func startMemoryCfg(t *testing.T, o web.Options, a agent.Agent, cfg hub.Config) *env {
+	t.Helper()
 	dir := t.TempDir()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
 	if err != nil {
@@ -44,7 +51,8 @@ func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: dir, Items: items, Logger: slog.New(slog.DiscardHandler)}, lg, a)
+	cfg.DataDir, cfg.Items, cfg.Logger = dir, items, slog.New(slog.DiscardHandler)
+	m := hub.New(cfg, lg, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
