@@ -350,11 +350,11 @@ const (
 // or consolidated — the event is what restarts and other nodes rebuild
 // the item store from — and absent on deleted, which carries only the id.
 //
-// Door and From (saved only; absent in logs of earlier versions) say where
-// the request came from: the door (web, console, api, or for the agent the
-// channel of the turn's input: email, webhook, mcp, schedule, …) and the
-// sender there (an email address, a webhook's from, a schedule's id;
-// empty when the door names none).
+// Door and From (on the agent's saves; absent in logs of earlier
+// versions) say on whose behalf the agent saved: the channel of the turn's
+// input (web, console, email, webhook, mcp, schedule, …) and its sender
+// there (an email address, a webhook's from, "schedule <id>"; empty when
+// the door names none). A door's own save has Source = By = the door.
 type MemoryChangedData struct {
 	Action string `json:"action"`
 	ID     string `json:"id"`

@@ -106,7 +106,9 @@ func (m *SessionManager) MemoryList(ctx context.Context) ([]memory.Item, error) 
 // the event's by. An *InputError refuses bad text, a *StorageError a
 // change the chat log could not take (nothing changed).
 func (m *SessionManager) MemorySave(ctx context.Context, text, source string) (memory.Item, error) {
-	return m.memorySave(ctx, memoryCmd{text: text, source: source, by: source, action: event.MemorySaved, door: source})
+	// A door saving under its own name: Source is the door (Door is for
+	// the agent's saves, on behalf of a turn's door).
+	return m.memorySave(ctx, memoryCmd{text: text, source: source, by: source, action: event.MemorySaved})
 }
 
 // memorySave saves c.text as a new item (c.op is set here).
@@ -458,7 +460,7 @@ func (m *SessionManager) serveMemory(ctx context.Context, req []byte) (memory.It
 		if w.Source != w.By || (w.Action != "" && w.Action != event.MemorySaved) || w.Turn != "" {
 			return memory.Item{}, errForwardedBy
 		}
-		c.source, c.action, c.door = w.By, event.MemorySaved, w.By
+		c.source, c.action = w.By, event.MemorySaved
 	}
 	if err := c.clean(); err != nil {
 		return memory.Item{}, err

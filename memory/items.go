@@ -40,9 +40,8 @@ var ErrNotFound = errors.New("no memory item has that id")
 // saved it), Source says who saved it first (Source*), Created and
 // Updated are the times of its first and latest memory_changed event.
 //
-// Door and From say where the save was asked for (see
-// event.MemoryChangedData): for an item the agent saved, the door of the
-// turn's input and its sender, so that a fact planted by an email is not
+// Door and From say where the agent's save was asked for (see
+// event.MemoryChangedData): the door of the turn's input and its sender, so that a fact planted by an email is not
 // taken for one a person typed. EditedBy is the door of the latest edit
 // (web, console, api), empty when it was never edited. Items saved by
 // earlier versions have none of the three.

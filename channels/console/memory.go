@@ -31,7 +31,7 @@ func (r *repl) memoryList(ctx context.Context, arg string) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%s  %s  %s  %s", it.ID, itemDate(it), r.p.o.style(dim, "["+it.Source+"]"), oneLineN(it.Text, 200))
+		fmt.Fprintf(&b, "%s  %s  %s  %s", it.ID, itemDate(it), r.p.o.style(dim, "["+provenance(it)+"]"), oneLineN(it.Text, 200))
 	}
 	r.p.say(b.String())
 }
@@ -82,4 +82,14 @@ func oneLineN(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// provenance is who made item it and who edited it last, in words:
+// "saved by the assistant, asked by email (eve@example.com); edited in
+// the web page".
+func provenance(it memory.Item) string {
+	if e := memory.EditedBy(it); e != "" {
+		return memory.MadeBy(it) + "; " + e
+	}
+	return memory.MadeBy(it)
 }
