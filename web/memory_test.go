@@ -37,7 +37,7 @@ func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 
 // startMemoryCfg is startMemoryWith over cfg (its data directory, item
 // store and logger are set here).
-func startMemoryCfg(t *testing.T, o web.Options, a agent.Agent, cfg hub.Config) *env {
+func startMemoryCfg(t testing.TB, o web.Options, a agent.Agent, cfg hub.Config) *env {
 	t.Helper()
 	dir := t.TempDir()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
