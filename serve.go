@@ -152,9 +152,11 @@ type stores struct {
 	chatLog *history.Log
 	mem     *memory.Store
 	items   *memory.Items
-	search  *index.Follower
-	files   clusterhub.FileStore // the local store, or on a cluster node the object store cached there
-	local   *attachments.Store   // the local store
+	// itemsDamage is what a damaged items.json cost at start (nil: sound).
+	itemsDamage *memory.ItemsDamage
+	search      *index.Follower
+	files       clusterhub.FileStore // the local store, or on a cluster node the object store cached there
+	local       *attachments.Store   // the local store
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -181,9 +183,12 @@ func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logg
 		st.close()
 		return nil, fmt.Errorf("open memory: %w", err)
 	}
-	if st.items, err = memory.OpenItems(cfg.Memory.Dir); err != nil {
+	if st.items, st.itemsDamage, err = memory.OpenItemsMending(cfg.Memory.Dir, time.Now()); err != nil {
 		st.close()
 		return nil, err
+	}
+	if st.itemsDamage != nil {
+		logger.Error(st.itemsDamage.Message())
 	}
 	local, err := attachments.Open(filepath.Join(cfg.DataDir, "attachments"), cfg.Attachments.MaxBytes)
 	if err != nil {
@@ -225,6 +230,8 @@ type app struct {
 	// cluster node the one that forwards to the holder's.
 	schedAPI web.Schedules
 	state    *clusterhub.HolderFiles // a cluster node's replicated files; nil on a single node
+	// itemsDamage is what a damaged items.json cost at start (nil: sound).
+	itemsDamage *memory.ItemsDamage
 
 	clusterMetrics *clusterhub.Metrics // a cluster node's
 	search         *index.Follower     // for /healthz's reasons
@@ -240,7 +247,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if err != nil {
 		return nil, err
 	}
-	a := &app{tools: mcp.FromConfig(version, cfg.MCP.Servers, getenv, logger), search: st.search}
+	a := &app{tools: mcp.FromConfig(version, cfg.MCP.Servers, getenv, logger), search: st.search, itemsDamage: st.itemsDamage}
 	var lg hub.Log = st.chatLog
 	var link hub.Cluster
 	if node != nil {
@@ -323,6 +330,9 @@ func (a *app) warnings() []string {
 	if s := datadir.SemanticWarning(a.search); s != "" {
 		w = append(w, s)
 	}
+	if a.itemsDamage != nil {
+		w = append(w, a.itemsDamage.Message())
+	}
 	return w
 }
 
@@ -341,6 +351,8 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		Memory:              st.mem,
 		Items:               st.items,
 		MemoryContextTokens: cfg.Memory.ContextTokens,
+		MemorySaveApproval:  cfg.Memory.SaveApproval,
+		MaxMemoryItems:      cfg.Memory.MaxItems,
 		History:             history.NewReader(cfg.Session.ChatLogPath),
 		Index:               st.search,
 		Tools:               tools,

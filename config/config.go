@@ -103,7 +103,7 @@ func Defaults() Config {
 			},
 		},
 		Log:    Log{Format: "text", Level: "info"},
-		Memory: Memory{ContextTokens: 2000},
+		Memory: Memory{ContextTokens: 2000, SaveApproval: SaveApprovalUntrusted, MaxItems: DefaultMaxItems},
 		MCP:    MCP{Servers: []MCPServer{}, ApprovalTimeoutSec: 300, MaxTools: 128},
 		Search: defaultSearch(),
 
@@ -232,9 +232,7 @@ func (c *Config) Validate() error {
 	if err := checkToken(c.Server.AuthToken); err != nil {
 		bad("server.auth_token", "%v", err)
 	}
-	if c.Memory.ContextTokens < 1 && c.Memory.ContextTokens != -1 {
-		bad("memory.context_tokens", "%d is not a budget: use a number of tokens from 1, or -1 for all items (default 2000)", c.Memory.ContextTokens)
-	}
+	c.Memory.validate(bad)
 	if c.Server.MaxMessageBytes < 1024 {
 		bad("server.max_message_bytes", "%d is too small; use at least 1024 (default 65536)", c.Server.MaxMessageBytes)
 	}

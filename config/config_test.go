@@ -143,6 +143,10 @@ var validateCases = []struct {
 	{"zero frame burst", func(c *Config) { c.Server.FrameRateBurst = 0 }, "server.frame_rate_burst"},
 	{"negative webhook rate", func(c *Config) { c.Channels.Webhook.RatePerSec = -0.5 }, "channels.webhook.rate_per_sec"},
 	{"zero webhook burst", func(c *Config) { c.Channels.Webhook.RateBurst = 0 }, "channels.webhook.rate_burst"},
+	{"unknown save approval", func(c *Config) { c.Memory.SaveApproval = "sometimes" }, "memory.save_approval"},
+	{"empty save approval", func(c *Config) { c.Memory.SaveApproval = "" }, "memory.save_approval"},
+	{"no memory items", func(c *Config) { c.Memory.MaxItems = 0 }, "memory.max_items"},
+	{"too many memory items", func(c *Config) { c.Memory.MaxItems = 1_000_000 }, "memory.max_items"},
 }
 
 func TestValidate(t *testing.T) {

@@ -63,4 +63,42 @@ type Memory struct {
 	// found with history_search type:memory. -1 puts all of them in.
 	// Default 2000.
 	ContextTokens int `yaml:"context_tokens"`
+	// SaveApproval says when the agent's memory_save waits for a person's
+	// approval: "untrusted" (default) on a turn whose input came from a
+	// door other than the web page and the terminal (email, webhook, MCP
+	// send_message, a schedule), "always", or "never".
+	SaveApproval string `yaml:"save_approval"`
+	// MaxItems caps the number of memory items: a save when full is
+	// refused (409 memory_full) at every door and for the agent. Every
+	// change rewrites items.json whole, so the cap bounds its cost.
+	// Default 2000.
+	MaxItems int `yaml:"max_items"`
+}
+
+// Values of memory.save_approval.
+const (
+	SaveApprovalUntrusted = "untrusted"
+	SaveApprovalAlways    = "always"
+	SaveApprovalNever     = "never"
+)
+
+// DefaultMaxItems is memory.max_items' default.
+const DefaultMaxItems = 2000
+
+// maxMaxItems is the largest memory.max_items.
+const maxMaxItems = 100000
+
+// validate checks the memory block.
+func (m Memory) validate(bad func(key, format string, args ...any)) {
+	if m.ContextTokens < 1 && m.ContextTokens != -1 {
+		bad("memory.context_tokens", "%d is not a budget: use a number of tokens from 1, or -1 for all items (default 2000)", m.ContextTokens)
+	}
+	switch m.SaveApproval {
+	case SaveApprovalUntrusted, SaveApprovalAlways, SaveApprovalNever:
+	default:
+		bad("memory.save_approval", "%q: use untrusted (default: approval for a save asked by email, webhook, MCP or a schedule), always or never", m.SaveApproval)
+	}
+	if m.MaxItems < 1 || m.MaxItems > maxMaxItems {
+		bad("memory.max_items", "%d: use 1 to %d items (default %d)", m.MaxItems, maxMaxItems, DefaultMaxItems)
+	}
 }

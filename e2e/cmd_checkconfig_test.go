@@ -42,3 +42,24 @@ func TestCheckConfigOkOnlyLast(t *testing.T) {
 		}
 	}
 }
+
+// check-config names the memory keys of issue 28 when their values are
+// wrong, and passes the documented ones.
+func TestCheckConfigMemoryKeys(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, yaml, want string
+		ok               bool
+	}{
+		{"bad save approval", "memory: {save_approval: sometimes}\n", "memory.save_approval", false},
+		{"no items", "memory: {max_items: 0}\n", "memory.max_items", false},
+		{"documented values", "memory: {save_approval: always, max_items: 500}\n", "config ok", true},
+	} {
+		cfg := writeConfig(t, dir, strings.ReplaceAll(c.name, " ", "-")+".yaml",
+			fmt.Sprintf("data_dir: %s\n", filepath.Join(dir, "data"))+c.yaml)
+		out, err := checkConfigRun(t, cfg, nil)
+		if !strings.Contains(out, c.want) || (err == nil) != c.ok {
+			t.Errorf("%s: %v, want %q in:\n%s", c.name, err, c.want, out)
+		}
+	}
+}

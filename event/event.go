@@ -315,11 +315,16 @@ const (
 
 // ApprovalRequestData is the payload of an approval_request event: the
 // tool call that waits, as the model made it.
+//
+// Text, when the server can say it, is what the call would do in words
+// for the person who decides: for memory_save the text to remember, for
+// memory_forget the text of the item to forget.
 type ApprovalRequestData struct {
 	ID     string          `json:"id"`
 	Server string          `json:"server,omitempty"`
 	Tool   string          `json:"tool"`
 	Args   json.RawMessage `json:"args"`
+	Text   string          `json:"text,omitempty"`
 }
 
 // ApprovalResultData is the payload of an approval_result event. By is the
@@ -344,10 +349,18 @@ const (
 // "consolidation". Text and Source are set when an item is saved, edited
 // or consolidated — the event is what restarts and other nodes rebuild
 // the item store from — and absent on deleted, which carries only the id.
+//
+// Door and From (on the agent's saves; absent in logs of earlier
+// versions) say on whose behalf the agent saved: the channel of the turn's
+// input (web, console, email, webhook, mcp, schedule, …) and its sender
+// there (an email address, a webhook's from, "schedule <id>"; empty when
+// the door names none). A door's own save has Source = By = the door.
 type MemoryChangedData struct {
 	Action string `json:"action"`
 	ID     string `json:"id"`
 	By     string `json:"by"`
 	Text   string `json:"text,omitempty"`
 	Source string `json:"source,omitempty"`
+	Door   string `json:"door,omitempty"`
+	From   string `json:"from,omitempty"`
 }

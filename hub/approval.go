@@ -59,6 +59,7 @@ type (
 		turn         string
 		server, tool string
 		args         json.RawMessage
+		text         string // what the call would do, in words (see ApprovalRequestData.Text)
 		reply        chan event.ApprovalResultData
 	}
 	decideCmd struct {
@@ -84,7 +85,7 @@ func (m *SessionManager) ask(ctx context.Context, c approvalCmd) {
 	if len(args) == 0 || !json.Valid(args) {
 		args, _ = json.Marshal(string(c.args))
 	}
-	err := m.publish(event.New(event.ApprovalRequest, c.turn, time.Time{}, limitData(event.ApprovalRequestData{ID: id, Server: c.server, Tool: c.tool, Args: args})))
+	err := m.publish(event.New(event.ApprovalRequest, c.turn, time.Time{}, limitData(event.ApprovalRequestData{ID: id, Server: c.server, Tool: c.tool, Args: args, Text: c.text})))
 	if err != nil {
 		// Nobody was asked: the call does not run, and the turn ends.
 		c.reply <- event.ApprovalResultData{Decision: event.Deny, By: ByStorage}
@@ -183,10 +184,19 @@ func (m *SessionManager) Decide(ctx context.Context, id, decision, by string) (e
 // confirmed wraps t so that each call first asks for approval on the turn
 // turn; a denied call is not run and the model is told who said no.
 func (m *SessionManager) confirmed(turn string, t agent.Tool) agent.Tool {
+	return m.confirmedSaying(turn, t, nil)
+}
+
+// confirmedSaying is confirmed with say, if not nil, telling the person
+// who decides what a call with args would do (the request's text).
+func (m *SessionManager) confirmedSaying(turn string, t agent.Tool, say func(json.RawMessage) string) agent.Tool {
 	run := t.Call
 	t.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
 		reply := make(chan event.ApprovalResultData, 1)
 		c := approvalCmd{turn: turn, server: t.Server, tool: t.Name, args: args, reply: reply}
+		if say != nil {
+			c.text = say(args)
+		}
 		select {
 		case m.cmds <- c:
 		case <-ctx.Done():

@@ -105,8 +105,8 @@ func (m *SessionManager) saveConsolidated(ctx context.Context, entry memory.Entr
 	text := entry.Heading + "\n\n" + entry.Summary
 	for {
 		// Not ctx: a summary made before shutdown is still worth saving.
-		it, err := m.memorySave(context.WithoutCancel(ctx), text, memory.SourceConsolidation,
-			memory.SourceConsolidation, event.MemoryConsolidated, "")
+		it, err := m.memorySave(context.WithoutCancel(ctx), memoryCmd{text: text, source: memory.SourceConsolidation,
+			by: memory.SourceConsolidation, action: event.MemoryConsolidated})
 		if err == nil {
 			attrs := []any{"id", it.ID, "heading", entry.Heading, "fallback", entry.Fallback}
 			if entry.Err != nil {

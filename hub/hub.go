@@ -124,6 +124,14 @@ type Config struct {
 	// context (about 4 bytes a token). Default 2000 (0); negative: all
 	// items.
 	MemoryContextTokens int
+	// MemorySaveApproval says when the agent's memory_save waits for a
+	// person's approval: "untrusted" (default, ""): on a turn whose input
+	// came from a door other than the web UI and the terminal; "always";
+	// "never". memory_forget always asks on those doors.
+	MemorySaveApproval string
+	// MaxMemoryItems caps the memory items: a save when full is refused
+	// with an *InputError coded MemoryFullCode. 0: no cap.
+	MaxMemoryItems int
 	// History reads the chat log on disk for the agent's history tools and
 	// the history API. Nil: the tools and API use the buffer only.
 	History *history.Reader

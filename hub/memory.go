@@ -35,6 +35,16 @@ var (
 	ErrMemoryTooLong = &InputError{"text_too_long", fmt.Sprintf("text is too long: a memory item holds at most %d characters", memory.MaxItemChars)}
 )
 
+// MemoryFullCode is the code of the refusal of a save when memory holds
+// Config.MaxMemoryItems items (409 memory_full at the HTTP doors).
+const MemoryFullCode = "memory_full"
+
+// memoryFull is the refusal of a save at the cap of max items.
+func memoryFull(max int) *InputError {
+	return &InputError{MemoryFullCode, fmt.Sprintf("memory is full: it holds %d items, the most memory.max_items allows; "+
+		"forget some (DELETE /api/memory/{id}, /forget, memory_forget) or raise memory.max_items", max)}
+}
+
 // Operations of memoryCmd.
 const (
 	memList = iota
@@ -49,6 +59,7 @@ type (
 		op                   int
 		id, text, by, source string
 		action, turn         string
+		door, from           string           // memSave: where it was asked for (see event.MemoryChangedData)
 		ids                  []string         // memUse
 		reply                chan memoryReply // nil for memUse
 	}
@@ -94,11 +105,15 @@ func (m *SessionManager) MemoryList(ctx context.Context) ([]memory.Item, error) 
 // the event's by. An *InputError refuses bad text, a *StorageError a
 // change the chat log could not take (nothing changed).
 func (m *SessionManager) MemorySave(ctx context.Context, text, source string) (memory.Item, error) {
-	return m.memorySave(ctx, text, source, source, event.MemorySaved, "")
+	// A door saving under its own name: Source is the door (Door is for
+	// the agent's saves, on behalf of a turn's door).
+	return m.memorySave(ctx, memoryCmd{text: text, source: source, by: source, action: event.MemorySaved})
 }
 
-func (m *SessionManager) memorySave(ctx context.Context, text, source, by, action, turn string) (memory.Item, error) {
-	r, err := m.memory(ctx, memoryCmd{op: memSave, text: text, source: source, by: by, action: action, turn: turn})
+// memorySave saves c.text as a new item (c.op is set here).
+func (m *SessionManager) memorySave(ctx context.Context, c memoryCmd) (memory.Item, error) {
+	c.op = memSave
+	r, err := m.memory(ctx, c)
 	return r.item, err
 }
 
@@ -170,7 +185,11 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	}
 	switch c.op {
 	case memSave:
+		if max := m.cfg.MaxMemoryItems; max > 0 && items.Len() >= max {
+			return memoryReply{err: memoryFull(max)}
+		}
 		d.Action, d.ID, d.Text, d.Source = c.action, items.NextID(), c.text, c.source
+		d.Door, d.From = c.door, c.from
 	case memEdit, memForget:
 		it, ok := items.Get(c.id) // "m3", "3" or an old id
 		if !ok {

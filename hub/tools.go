@@ -97,12 +97,12 @@ var _ HistorySource = (*SessionManager)(nil)
 func (m *SessionManager) tools(turn string) []agent.Tool { return HistoryTools(m, turn) }
 
 // turnTools are every tool a turn gets: the history tools, the memory
-// tools (with an item store; channel is where the turn's input came
-// from) and the configured extra ones (MCP).
-func (m *SessionManager) turnTools(turn, channel string) []agent.Tool {
+// tools (with an item store; in is the turn's input: its door and
+// sender) and the configured extra ones (MCP).
+func (m *SessionManager) turnTools(turn string, in event.UserData) []agent.Tool {
 	tools := m.tools(turn)
 	if m.cfg.Items != nil {
-		tools = append(tools, m.memoryTools(turn, channel)...)
+		tools = append(tools, m.memoryTools(turn, in)...)
 	}
 	if m.cfg.Tools != nil {
 		for _, t := range m.cfg.Tools() {
@@ -122,7 +122,7 @@ func (m *SessionManager) turnTools(turn, channel string) []agent.Tool {
 func (m *SessionManager) BuiltinTools() int {
 	n := len(HistoryTools(m, ""))
 	if m.cfg.Items != nil {
-		n += len(m.memoryTools("", ""))
+		n += len(m.memoryTools("", event.UserData{}))
 	}
 	return n
 }

@@ -175,7 +175,7 @@ func (m *SessionManager) run(ctx context.Context, in Input, u event.Event) {
 		Turn: id, Channel: d.Channel, From: d.From, Content: d.Content,
 		Attachments: d.Attachments,
 		Context:     m.ringBefore(id),
-		Tools:       m.turnTools(id, d.Channel),
+		Tools:       m.turnTools(id, d),
 		Notes:       m.notes(in),
 	}
 	emit := func(typ event.Type, data any) {

@@ -47,13 +47,22 @@ var ErrNotFound = errors.New("no memory item has that id")
 // an item saved before short ids had ("m" and its event's seq), still
 // accepted. Source says who saved it first (Source*), Created and
 // Updated are the times of its first and latest memory_changed event.
+//
+// Door and From say where the agent's save was asked for (see
+// event.MemoryChangedData): the door of the turn's input and its sender, so that a fact planted by an email is not
+// taken for one a person typed. EditedBy is the door of the latest edit
+// (web, console, api), empty when it was never edited. Items saved by
+// earlier versions have none of the three.
 type Item struct {
-	ID      string    `json:"id"`
-	Old     string    `json:"old_id,omitempty"`
-	Text    string    `json:"text"`
-	Source  string    `json:"source"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	ID       string    `json:"id"`
+	Old      string    `json:"old_id,omitempty"`
+	Text     string    `json:"text"`
+	Source   string    `json:"source"`
+	Door     string    `json:"door,omitempty"`
+	From     string    `json:"from,omitempty"`
+	EditedBy string    `json:"edited_by,omitempty"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 }
 
 // itemsVersion is the "version" of items.json.
@@ -109,7 +118,7 @@ func OpenItems(dir string) (*Items, error) {
 	}
 	var f itemsFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("open memory items: %s is damaged (%v): move it aside and it is rebuilt from the chat log", s.path, err)
+		return nil, &damagedError{path: s.path, problem: readProblem(b, err)}
 	}
 	if f.Version != itemsVersion {
 		return nil, fmt.Errorf("open memory items: %s has version %d, this server reads %d", s.path, f.Version, itemsVersion)
@@ -211,7 +220,7 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		if i >= 0 || d.ID == "" {
 			return false // applied before
 		}
-		it := Item{ID: s.nextLocked(), Text: d.Text, Source: d.Source, Created: ts, Updated: ts}
+		it := Item{ID: s.nextLocked(), Text: d.Text, Source: d.Source, Door: d.Door, From: d.From, Created: ts, Updated: ts}
 		if d.ID != it.ID {
 			// Saved before short ids (its id is its event's seq), or by a
 			// node whose store counted otherwise: the id it was given
@@ -236,7 +245,7 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		if i < 0 {
 			return false // deleted since
 		}
-		s.file.Items[i].Text, s.file.Items[i].Updated = d.Text, ts
+		s.file.Items[i].Text, s.file.Items[i].Updated, s.file.Items[i].EditedBy = d.Text, ts, d.By
 		return true
 	case event.MemoryDeleted:
 		if i < 0 {

@@ -43,7 +43,7 @@ func TestItemsApplyIsIdempotent(t *testing.T) {
 		}
 		list := s.List()
 		// Saved before short ids (as m3, its event's seq): now m1, m3 still names it.
-		want := Item{ID: "m1", Old: "m3", Text: "b", Source: SourceWeb, Created: t0.Truncate(time.Millisecond), Updated: t0.Add(time.Second).Truncate(time.Millisecond)}
+		want := Item{ID: "m1", Old: "m3", Text: "b", Source: SourceWeb, EditedBy: "api", Created: t0.Truncate(time.Millisecond), Updated: t0.Add(time.Second).Truncate(time.Millisecond)}
 		if len(list) != 1 || list[0] != want || s.Applied() != 8 {
 			t.Fatalf("round %d: %+v applied %d, want [%+v] applied 8", round, list, s.Applied(), want)
 		}

@@ -1,8 +1,11 @@
 package web
 
 import (
+	"fmt"
 	"mime"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
@@ -21,16 +24,58 @@ func memoryRoutes(api *http.ServeMux, h *apiHandlers) {
 	api.Handle("DELETE /api/memory/{id}", apiFunc(h.memoryForget))
 }
 
+// Pages of GET /api/memory: limit items a page (default
+// defaultMemoryPage, at most maxMemoryPage), after the item named by
+// after (the previous page's next). A store smaller than a page answers
+// as before paging (every item, no next), so clients that read only
+// "items" keep working until memory outgrows a page.
+const (
+	defaultMemoryPage = 200
+	maxMemoryPage     = 1000
+)
+
 func (h *apiHandlers) memoryList(w http.ResponseWriter, r *http.Request) error {
+	limit, err := memoryLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		return err
+	}
 	items, err := h.s.MemoryList(r.Context())
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []memory.Item{}
+	start := 0
+	if after := r.URL.Query().Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(it memory.Item) bool { return it.ID == after })
+		if i < 0 {
+			return httpjson.Errorf(http.StatusBadRequest, "bad_after",
+				fmt.Sprintf("after=%q names no memory item (forgotten since?): list again from the start, without after", after))
+		}
+		start = i + 1
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"items": items})
+	end := min(start+limit, len(items))
+	page := items[start:end]
+	if page == nil {
+		page = []memory.Item{}
+	}
+	body := map[string]any{"items": page, "total": len(items)}
+	if end < len(items) {
+		body["next"] = items[end-1].ID
+	}
+	httpjson.Write(w, http.StatusOK, body)
 	return nil
+}
+
+// memoryLimit reads GET /api/memory's limit (empty: the default page).
+func memoryLimit(s string) (int, error) {
+	if s == "" {
+		return defaultMemoryPage, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxMemoryPage {
+		return 0, httpjson.Errorf(http.StatusBadRequest, "bad_limit",
+			fmt.Sprintf("limit=%q: use 1 to %d items a page (default %d)", s, maxMemoryPage, defaultMemoryPage))
+	}
+	return n, nil
 }
 
 // memoryText reads {"text":"…"}: JSON only (a form post from another site

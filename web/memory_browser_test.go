@@ -74,7 +74,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	p.wait("connected", jsConnected)
 	p.do(chromedp.Click(chromedp.CSS("#memory-open")))
 	p.wait("the item listed", `!document.querySelector('#memory').hidden && `+jsMemTexts+` === 'my cat is called Miso' &&
-		/by api · saved /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
+		/^added in the API · /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
 	if got := eval[string](p, `document.querySelector('#memory-open').textContent`); got != "Memory · 1" {
 		t.Errorf("button %q, want the count", got)
 	}
@@ -82,7 +82,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	// Add.
 	p.do(chromedp.SendKeys(chromedp.CSS("#memory-new"), "I take my coffee black"), chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
 	p.wait("the new item listed by web, the box emptied", jsMemTexts+` === 'my cat is called Miso|I take my coffee black' && document.querySelector('#memory-new').value === '' &&
-		/^by web · saved /.test(`+jsMemItem("I take my coffee black")+`.querySelector('.mem-meta').textContent)`)
+		/^added in the web page · /.test(`+jsMemItem("I take my coffee black")+`.querySelector('.mem-meta').textContent)`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Miso|I take my coffee black" {
 		t.Fatalf("server after add: %q", got)
 	}
@@ -92,7 +92,7 @@ func TestBrowserMemoryPanel(t *testing.T) {
 	p.wait("the editor open with the text", `(() => { const b = document.activeElement; return b && b.classList.contains('mem-edit') && b.value === 'my cat is called Miso'; })()`)
 	p.do(chromedp.Evaluate[chromedp.Void](`document.activeElement.select()`), chromedp.SendKeys(chromedp.CSS(`#memory-list li.editing .mem-edit`), "my cat is called Mochi"), pressEnter(false))
 	p.wait("the edited text shown", `(() => { const li = `+jsMemItem("my cat is called Mochi")+`; return li && !li.classList.contains('editing') &&
-		/edited /.test(li.querySelector('.mem-meta').textContent); })()`)
+		/^added in the API · edited in the web page /.test(li.querySelector('.mem-meta').textContent); })()`)
 	if got := strings.Join(memTexts(t, e), "|"); got != "my cat is called Mochi|I take my coffee black" {
 		t.Fatalf("server after edit: %q", got)
 	}
@@ -174,7 +174,7 @@ func TestBrowserMemoryPanelFollowsEveryDoor(t *testing.T) {
 		/forgotten from another door; your text is in the box above/.test(`+jsMemError+`)`)
 	a.do(chromedp.Click(chromedp.CSS(`#memory-add button[type="submit"]`)))
 	b.wait("tab A's text saved again, in tab B", jsMemTexts+` === 'the wifi password is taped under the router' &&
-		/^by web · saved /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
+		/^added in the web page · /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
 
 	// A phone: the panel and its buttons fit the width.
 	b.emulate(360, 740, true, "light")
@@ -195,7 +195,7 @@ func TestBrowserMemoryFromTheDemo(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS("#memory-open")))
 	p.wait("empty said", `/remembers nothing yet/.test(document.querySelector('#memory-status').textContent)`)
 	p.send("remember that my cat is called Miso")
-	p.wait("the agent's item in the panel", jsMemTexts+` === 'my cat is called Miso' && /^by agent · saved /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
+	p.wait("the agent's item in the panel", jsMemTexts+` === 'my cat is called Miso' && /^saved by the assistant, asked in the web page · /.test(document.querySelector('#memory-list .mem-meta').textContent)`)
 	id := eval[string](p, `document.querySelector('#memory-list li').dataset.id`)
 	p.wait("the reply", `[...document.querySelectorAll('#log li.msg.assistant .md')].some((m) => m.textContent.includes('I will remember: “my cat is called Miso” (memory `+id+`)'))`)
 	p.wait("idle", jsIdle)

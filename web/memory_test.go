@@ -34,12 +34,24 @@ func startMemory(t *testing.T, o web.Options) *env {
 // startMemoryWith is startMemory with the agent a and the webhook door.
 func startMemoryWith(t *testing.T, o web.Options, a agent.Agent) *env {
 	t.Helper()
-	return startMemoryEmbed(t, o, a, nil)
+	return startMemoryIn(t, o, a, hub.Config{}, nil)
 }
 
 // startMemoryEmbed is startMemoryWith with search by meaning through e
 // (nil: keywords only).
 func startMemoryEmbed(t *testing.T, o web.Options, a agent.Agent, e index.Embedder) *env {
+	t.Helper()
+	return startMemoryIn(t, o, a, hub.Config{}, e)
+}
+
+// startMemoryCfg is startMemoryWith over cfg (its data directory, item
+// store, index, history and logger are set here).
+func startMemoryCfg(t testing.TB, o web.Options, a agent.Agent, cfg hub.Config) *env {
+	t.Helper()
+	return startMemoryIn(t, o, a, cfg, nil)
+}
+
+func startMemoryIn(t testing.TB, o web.Options, a agent.Agent, cfg hub.Config, e index.Embedder) *env {
 	t.Helper()
 	dir := t.TempDir()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
@@ -60,8 +72,9 @@ func startMemoryEmbed(t *testing.T, o web.Options, a agent.Agent, e index.Embedd
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: dir, Items: items, Index: ix, Logger: slog.New(slog.DiscardHandler),
-		History: history.NewReader(filepath.Join(dir, "chat_history.ndjson"))}, lg, a)
+	cfg.DataDir, cfg.Items, cfg.Index, cfg.Logger = dir, items, ix, slog.New(slog.DiscardHandler)
+	cfg.History = history.NewReader(filepath.Join(dir, "chat_history.ndjson"))
+	m := hub.New(cfg, lg, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); go ix.Run(ctx); m.Run(ctx) }()

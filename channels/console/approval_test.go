@@ -11,6 +11,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
 // The terminal shows a tool call that waits for approval with its id, and
@@ -44,5 +45,37 @@ func TestApproveFromTheTerminal(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Errorf("%d runs", runs.Load())
+	}
+}
+
+// The terminal's approval line for a memory tool says the text to
+// remember, not only the call's JSON (memory.save_approval always makes a
+// save from the terminal ask).
+func TestApprovalOfMemorySaveShowsText(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	items, err := memory.OpenItems(filepath.Join(dir, "memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hub.New(hub.Config{DataDir: dir, Items: items, MemorySaveApproval: hub.SaveApprovalAlways, Logger: slog.New(slog.DiscardHandler)},
+		lg, testagent.CallTool{Name: "memory_save", Args: `{"text":"The wifi password is hunter2."}`})
+	r, stop := runREPL(m)
+	defer stop()
+	io.WriteString(r.typed, "remember the wifi password\n")
+	r.out.waitFor(t, "approval needed [a", 1)
+	r.out.waitFor(t, "memory_save — Remember: The wifi password is hunter2. — /approve", 1)
+	io.WriteString(r.typed, "/deny\n")
+	r.out.waitFor(t, "denied (console)", 1)
+	r.typed.Close()
+	if err := <-r.repl; err != nil {
+		t.Fatal(err)
+	}
+	if n := items.Len(); n != 0 {
+		t.Errorf("%d items after the denial", n)
 	}
 }

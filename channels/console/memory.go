@@ -38,14 +38,14 @@ func (r *repl) memoryTable(items []memory.Item) string {
 	idW, srcW := 0, 0
 	for _, it := range items {
 		idW = max(idW, utf8.RuneCountInString(it.ID))
-		srcW = max(srcW, utf8.RuneCountInString("["+it.Source+"]"))
+		srcW = max(srcW, utf8.RuneCountInString("["+provenance(it)+"]"))
 	}
 	var b strings.Builder
 	for i, it := range items {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		src := "[" + it.Source + "]"
+		src := "[" + provenance(it) + "]"
 		fmt.Fprintf(&b, "%s  %s  %s%s  %s", pad(it.ID, idW), pad(itemDate(it), len("2006-01-02 15:04")),
 			r.p.o.style(dim, src), strings.Repeat(" ", srcW-utf8.RuneCountInString(src)), oneLineN(it.Text, 200))
 	}
@@ -118,4 +118,14 @@ func (r *repl) erase(ctx context.Context, arg string) {
 		return
 	}
 	r.p.say(fmt.Sprintf("erased #%d: its text is being removed from every file (backups made before still hold it)", seq))
+}
+
+// provenance is who made item it and who edited it last, in words:
+// "saved by the assistant, asked by email (eve@example.com); edited in
+// the web page".
+func provenance(it memory.Item) string {
+	if e := memory.EditedBy(it); e != "" {
+		return memory.MadeBy(it) + "; " + e
+	}
+	return memory.MadeBy(it)
 }

@@ -62,13 +62,13 @@ func TestMemoryCommands(t *testing.T) {
 		t.Fatalf("no forget confirmation:\n%s", got)
 	}
 	date := keep.Created.Local().Format("2006-01-02 15:04")
-	for _, want := range []string{keep.ID + "  " + date + "  [web]    my cat is called Miso", gone.ID, "[agent]  I take my coffee black"} {
+	for _, want := range []string{keep.ID + "  " + date + "  [added in the web page]  my cat is called Miso", gone.ID, "[saved by the assistant]  I take my coffee black"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the first list lacks %q:\n%s", want, got)
 		}
 	}
 	for _, want := range []string{`forget failed: no memory item "m999999" (the ids are in /memory)`, "usage: /forget <id>",
-		keep.ID + "  " + date + "  [web]  my cat is called Miso", "usage: /memory"} { // alone: no padding
+		keep.ID + "  " + date + "  [added in the web page]  my cat is called Miso", "usage: /memory"} { // alone: no padding
 		if !strings.Contains(rest, want) {
 			t.Errorf("after the forget, no %q:\n%s", want, got)
 		}
@@ -175,5 +175,27 @@ func TestMemoryListLinesUp(t *testing.T) {
 	}
 	if items, _ := m.MemoryList(ctx); len(items) != 9 {
 		t.Errorf("%d items after two forgets, want 9", len(items))
+	}
+}
+
+// /memory says who made an item and who edited it last, apart: after a
+// web edit of an item the agent saved from an email, neither reads as the
+// other's.
+func TestMemoryListSaysMakerAndEditor(t *testing.T) {
+	for _, tc := range []struct {
+		it   memory.Item
+		want string
+	}{
+		{memory.Item{Source: "agent", Door: "email", From: "eve@example.com", EditedBy: "web"},
+			"saved by the assistant, asked by email (eve@example.com); edited in the web page"},
+		{memory.Item{Source: "agent", Door: "console"}, "saved by the assistant, asked in the terminal"},
+		{memory.Item{Source: "agent", Door: "schedule", From: "schedule s7"}, "saved by the assistant, asked in a schedule (schedule s7)"},
+		{memory.Item{Source: "web", Door: "web", EditedBy: "console"}, "added in the web page; edited in the terminal"},
+		{memory.Item{Source: "consolidation"}, "summarised by the assistant from a conversation"},
+		{memory.Item{Source: "agent"}, "saved by the assistant"}, // an item of an earlier version
+	} {
+		if got := provenance(tc.it); got != tc.want {
+			t.Errorf("provenance(%+v) = %q, want %q", tc.it, got, tc.want)
+		}
 	}
 }

@@ -355,8 +355,7 @@ func (p *printer) event(e event.Event) {
 	case event.TurnEnd:
 		p.turnEnd(e)
 	case event.ApprovalRequest:
-		d := decode[event.ApprovalRequestData](e)
-		p.line(p.o.style(bold, fmt.Sprintf("approval needed [%s]: ", d.ID)) + fmt.Sprintf("%s %s — /approve %s or /deny %s", d.Tool, clip(string(d.Args), 200), d.ID, d.ID))
+		p.approvalLine(decode[event.ApprovalRequestData](e))
 	case event.ApprovalResult:
 		d := decode[event.ApprovalResultData](e)
 		word := "approved"
@@ -392,6 +391,17 @@ func (p *printer) erasure(e event.Event) bool {
 // erasedNote is what stands in place of an erased message.
 func erasedNote(by string) string {
 	return "message erased (by " + by + ")"
+}
+
+// approvalLine shows a tool call that waits for a person: its id, the
+// tool, and what it would do — the server's words when it has them (a
+// memory tool's item text), else the call's arguments.
+func (p *printer) approvalLine(d event.ApprovalRequestData) {
+	what := string(d.Args)
+	if d.Text != "" {
+		what = "— " + d.Text
+	}
+	p.line(p.o.style(bold, fmt.Sprintf("approval needed [%s]: ", d.ID)) + fmt.Sprintf("%s %s — /approve %s or /deny %s", d.Tool, clip(what, 200), d.ID, d.ID))
 }
 
 // memoryLine tells a change to the long-term memory made at any door:

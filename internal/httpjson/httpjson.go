@@ -87,8 +87,11 @@ func FromSession(err error) error {
 		return e
 	case errors.As(err, &in):
 		status := http.StatusBadRequest
-		if in.Code == "too_large" { // the session's own cap on a message, as the door's body limit
+		switch in.Code {
+		case "too_large": // the session's own cap on a message, as the door's body limit
 			status = http.StatusRequestEntityTooLarge
+		case hub.MemoryFullCode: // the input is fine; memory is full until something is forgotten
+			status = http.StatusConflict
 		}
 		return Errorf(status, in.Code, in.Message)
 	case errors.As(err, &se):

@@ -202,7 +202,9 @@ const views = {
       li.querySelector('.tool-name').textContent = it.server ? it.tool + ' (' + it.server + ')' : it.tool;
       let args = it.args;
       if (args !== null && typeof args !== 'string') { try { args = JSON.stringify(args, null, 2); } catch { args = String(args); } }
-      li.querySelector('.tool-args').textContent = clip(String(args ?? ''), 4000);
+      // The server's words for what the call would do (a memory tool: the
+      // item's text) read better than {"id":"m15"}.
+      li.querySelector('.tool-args').textContent = clip(it.text || String(args ?? ''), 4000);
       const decided = !!it.decision;
       // Once answered the card says what became of the call, not that it
       // still needs an answer.

@@ -159,7 +159,7 @@ function addItem(s, v, ev, historic) {
       // A tool call waits for a yes or no; any client may answer.
       const key = 'ap:' + d.id;
       const a = v.byKey.get(key) || newItem(s, v, 'approval', key, { seq, turn: ev.turn, ts: ev.ts, decision: '', by: '', sent: '' });
-      Object.assign(a, { id: String(d.id ?? ''), tool: String(d.tool ?? 'tool'), server: String(d.server ?? ''), args: d.args });
+      Object.assign(a, { id: String(d.id ?? ''), tool: String(d.tool ?? 'tool'), server: String(d.server ?? ''), args: d.args, text: String(d.text ?? '') });
       const call = runningCall(v, ev.turn, a.tool);
       if (call) { call.approval = a.id; touch(call); } // it waits for a person, it does not run yet
       return touch(a);

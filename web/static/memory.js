@@ -14,6 +14,7 @@
 
 import { h, whenLabel, fullTime, timeOf, headerPanel } from './dom.js';
 import { state, apiGet, apiCall, lookAgain } from './shell.js';
+import { madeBy, editedBy } from './memwords.js';
 
 // A bookmark and the word: on a phone only the bookmark and the count show.
 const { button, count, panel, head, heading } = headerPanel({
@@ -65,7 +66,14 @@ undoBtn.title = 'Save the forgotten text again (as a new item)';
 undoBar.append(undoText, undoBtn);
 const list = h('ul', 'mem-list');
 list.id = 'memory-list';
-panel.append(head, addForm, filter, error, undoBar, status, list);
+const SHOW = 100; // items the list shows a page
+let showing = SHOW;
+const more = h('button', 'small mem-more', '');
+more.type = 'button';
+more.id = 'memory-more';
+more.hidden = true;
+more.addEventListener('click', () => { showing += SHOW; paint(); });
+panel.append(head, addForm, filter, error, undoBar, status, list, more);
 document.querySelector('header.top').after(panel);
 
 let items = [];
@@ -93,8 +101,8 @@ async function refresh() {
   // A look asked for while one is under way may follow a change that one
   // missed: it is made once that one is done.
   if (loading) { again = true; return loading; }
-  loading = apiGet('/api/memory', {}).then((b) => {
-    items = Array.isArray(b.items) ? b.items : [];
+  loading = loadAll().then((all) => {
+    items = all;
     loadError = '';
     loaded = true;
   }, (e) => {
@@ -106,6 +114,21 @@ async function refresh() {
   });
   return loading;
 }
+
+// loadAll reads GET /api/memory a page at a time (memory.max_items bounds
+// how many pages): the filter and the order need every item here.
+async function loadAll() {
+  let all = [];
+  let after = '';
+  for (let n = 0; n < 1000; n++) {
+    const b = await apiGet('/api/memory', { limit: PAGE, after });
+    all = all.concat(Array.isArray(b.items) ? b.items : []);
+    if (!b.next) break;
+    after = b.next;
+  }
+  return all;
+}
+const PAGE = 1000;
 
 const norm = (s) => String(s).toLocaleLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
 function matches(it, words) {
@@ -171,7 +194,12 @@ function paint() {
   for (const id of editing.keys()) {
     if (!items.some((it) => it.id === id)) dropEditor(id);
   }
-  reconcile(shown);
+  // The list shows a page at a time: thousands of rows would make every
+  // repaint slow. More shows the next page.
+  const page = shown.slice(0, showing);
+  more.hidden = shown.length <= showing;
+  more.textContent = 'Show ' + Math.min(SHOW, shown.length - showing) + ' more (' + (shown.length - showing) + ' not shown)';
+  reconcile(page);
 }
 
 // An item forgotten elsewhere while open here: its draft is not lost, it
@@ -243,7 +271,10 @@ function update(li, it) {
   const changed = it.updated && it.updated !== it.created;
   const when = changed ? it.updated : it.created;
   const meta = li.querySelector('.mem-meta');
-  meta.textContent = (it.source ? 'by ' + it.source + ' · ' : '') + (changed ? 'edited ' : 'saved ') + whenLabel(when);
+  // Who made it and who edited it, named apart: "saved by the assistant,
+  // asked by email (eve@example.com) · edited in the web page Today, 15:56".
+  const edited = editedBy(it);
+  meta.textContent = madeBy(it) + ' · ' + (edited ? edited + ' ' : '') + whenLabel(when);
   const d = timeOf(when);
   meta.title = d ? fullTime(d) + ' · ' + it.id : it.id;
   const short = it.text.length > 60 ? it.text.slice(0, 60) + '…' : it.text;
