@@ -62,7 +62,7 @@ func TestMemoryCommands(t *testing.T) {
 		t.Fatalf("no forget confirmation:\n%s", got)
 	}
 	date := keep.Created.Local().Format("2006-01-02 15:04")
-	for _, want := range []string{keep.ID + "  " + date + "  [added in the web page]  my cat is called Miso", gone.ID, "[saved by the assistant]  I take my coffee black"} {
+	for _, want := range []string{keep.ID + "  " + date + "  [added in the web page]   my cat is called Miso", gone.ID, "[saved by the assistant]  I take my coffee black"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the first list lacks %q:\n%s", want, got)
 		}
