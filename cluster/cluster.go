@@ -160,6 +160,7 @@ type Node struct {
 	kv       jetstream.KeyValue
 	files    jetstream.ObjectStore
 	state    jetstream.KeyValue
+	erased   jetstream.KeyValue
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
 
@@ -393,6 +394,7 @@ func (n *Node) bind(ctx context.Context) error {
 		{"lease bucket " + LeaseBucket, n.bindLease},
 		{"object store " + FilesBucket, n.bindFiles},
 		{"state bucket " + StateBucket, n.bindState},
+		{"erasure bucket " + ErasedBucket, n.bindErased},
 	}
 	for _, s := range steps {
 		var last error
@@ -418,6 +420,11 @@ func (n *Node) bind(ctx context.Context) error {
 	return nil
 }
 
+// bindStream binds the log stream, creating it when missing. Deletes are
+// allowed (an erased event's message is securely deleted, see Forget);
+// purges are not. A stream made before erasure existed has DenyDelete set,
+// which NATS never lets an update clear ("can not cancel deny message
+// deletes"): Forget then says so, and Start logs it once.
 func (n *Node) bindStream(ctx context.Context) error {
 	s, err := n.js.Stream(ctx, LogStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -427,7 +434,7 @@ func (n *Node) bindStream(ctx context.Context) error {
 			Subjects:    []string{LogSubject},
 			Storage:     jetstream.FileStorage,
 			Replicas:    n.replicas,
-			DenyDelete:  true,
+			DenyDelete:  false, // erased events are deleted (Forget)
 			DenyPurge:   true,
 			MaxMsgSize:  MaxEventBytes,
 		})
@@ -435,9 +442,16 @@ func (n *Node) bindStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.CachedInfo().Config.DenyDelete {
+		n.log.Warn(denyDeleteText, "stream", LogStream)
+	}
 	n.stream = s
 	return nil
 }
+
+// denyDeleteText says why an erased message stays in an old stream.
+const denyDeleteText = "cluster: the log stream was made before frontdesk erased messages (deny_delete set, which NATS cannot clear): " +
+	"an erased message is erased from every node's files but stays in the stream's own store"
 
 func (n *Node) bindLease(ctx context.Context) error {
 	kv, err := n.js.KeyValue(ctx, LeaseBucket)
