@@ -125,6 +125,13 @@ type Options struct {
 	// Copied, if set, is given each event once this node's chat log
 	// holds it (Files.Prefetch). It must not block.
 	Copied func(e event.Event)
+	// Erased, if set, is called on every node (the holder too) for each
+	// erased event its chat log copies, after the stream forgot the
+	// erased message (Node.Forget): it rids this node's files of it
+	// (erasure.Applier.Apply). It runs on the copier's goroutine and must
+	// be idempotent (a restart copies the event again only if the copy
+	// did not hold it yet). An error is logged; the copy goes on.
+	Erased func(ctx context.Context, d event.ErasedData) error
 	// Metrics, if set, count role changes and time deliveries.
 	Metrics *Metrics
 	// Lead runs the holder's work besides the hub (the email poller, the
@@ -328,8 +335,51 @@ func (r *Runner) copyLog(ctx context.Context) error {
 		if !r.o.Hub.Leading() {
 			r.o.Metrics.delivered(e.TS.Std())
 		}
+		if err == nil && e.Type == event.Erased {
+			r.erased(ctx, e)
+		}
 		return err
 	})
+}
+
+// forgetTries bounds the attempts to have the stream forget an erased
+// message (each attempt waits for a quorum for at most forgetWait).
+const (
+	forgetTries = 5
+	forgetWait  = 2 * time.Second
+)
+
+// erased makes the stream forget the message an erased event names (every
+// node does it, idempotently, so a holder that died between the erased
+// event and the delete is made good by the others), then rids this node's
+// files of it. The copier's goroutine.
+func (r *Runner) erased(ctx context.Context, e event.Event) {
+	var d event.ErasedData
+	if err := e.Decode(&d); err != nil || d.Seq < 1 {
+		r.o.Logger.Error("cluster: an erased event that names no seq", "seq", e.Seq, "err", err)
+		return
+	}
+	var err error
+	for try := 1; try <= forgetTries && ctx.Err() == nil; try++ {
+		fctx, cancel := context.WithTimeout(ctx, forgetWait)
+		err = r.o.Node.Forget(fctx, d)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		r.o.Logger.Error("cluster: the log stream still holds an erased message", "seq", d.Seq, "err", err)
+	}
+	if r.o.Erased != nil {
+		if err := r.o.Erased(ctx, d); err != nil && ctx.Err() == nil {
+			r.o.Logger.Error("erase: this node's files still hold an erased message", "seq", d.Seq, "err", err)
+		}
+	}
 }
 
 // lead makes this node the holder: once its chat log holds everything the
