@@ -62,6 +62,9 @@ type itemsFile struct {
 	Uses map[string]Use `json:"uses,omitempty"`
 	// Migrated: long_term.md was turned into items (see MigrateSections).
 	Migrated bool `json:"migrated,omitempty"`
+	// Forgotten: what is kept of the deleted items (hashes of their
+	// words, never their text), oldest first; see Forgotten.
+	Forgotten []Forgotten `json:"forgotten,omitempty"`
 }
 
 // Items is the long-term memory item store: items.json, a view of the
@@ -190,6 +193,7 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		if i < 0 {
 			return false
 		}
+		s.forget(s.file.Items[i])
 		s.file.Items = slices.Delete(s.file.Items, i, i+1)
 		delete(s.file.Uses, d.ID)
 		return true
@@ -212,7 +216,7 @@ func (s *Items) Advance(seq int64) {
 func (s *Items) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated}
+	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated, Forgotten: s.file.Forgotten}
 }
 
 // Use is how often an item was used, and when last.
@@ -311,6 +315,7 @@ func (s *Items) Save() error {
 	s.mu.RLock()
 	f := s.file
 	f.Items = slices.Clone(f.Items)
+	f.Forgotten = slices.Clone(f.Forgotten)
 	if f.Items == nil {
 		f.Items = []Item{}
 	}
