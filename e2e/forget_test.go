@@ -87,7 +87,7 @@ func TestForgottenItemStaysForgotten(t *testing.T) {
 			memoryCall(t, "DELETE", api+"/"+it["id"].(string), "", 204)
 			// The next turn's context: no item, no line of the
 			// conversation that gives it away.
-			for tc.turns != nil && len(tc.turns) > 0 {
+			for len(tc.turns) > 0 {
 				<-tc.turns
 			}
 			memoryCall(t, "POST", p.url+"/api/messages?wait=1", `{"content":"And what about lunch?"}`, 200)
