@@ -231,7 +231,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer wg.Wait()
 	copyErr := make(chan error, 1)
 	wg.Add(3)
-	go func() { defer wg.Done(); copyErr <- r.copyLog(ctx) }()
+	go func() { defer wg.Done(); r.eraseAgain(ctx); copyErr <- r.copyLog(ctx) }()
 	go func() {
 		defer wg.Done()
 		if err := r.roster.Run(ctx); err != nil {
@@ -340,6 +340,26 @@ func (r *Runner) copyLog(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+// eraseAgain applies again the erased events this node's chat log already
+// holds in its tail: a node stopped after it copied one and before its
+// files were rid of the text would otherwise never be (the copy goes on
+// after them). Both steps are idempotent.
+func (r *Runner) eraseAgain(ctx context.Context) {
+	if r.o.Tail == nil || r.o.Erased == nil {
+		return
+	}
+	tail, err := r.o.Tail()
+	if err != nil {
+		r.o.Logger.Warn("erase: read the chat log's tail to apply its erasures again", "err", err)
+		return
+	}
+	for _, e := range tail {
+		if e.Type == event.Erased && ctx.Err() == nil {
+			r.erased(ctx, e)
+		}
+	}
 }
 
 // forgetTries bounds the attempts to have the stream forget an erased

@@ -34,9 +34,9 @@ func (a *fakeApplier) applied() []event.ErasedData {
 	return append([]event.ErasedData(nil), a.got...)
 }
 
-// runNode runs a hub and its Runner on n with a chat log of its own, and
-// returns the chat log's path.
-func runNode(t *testing.T, n *cluster.Node, a *fakeApplier) string {
+// runNode runs a hub and its Runner on n with a chat log of its own that
+// holds pre already, and returns the chat log's path.
+func runNode(t *testing.T, n *cluster.Node, a *fakeApplier, pre ...event.Event) string {
 	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
@@ -45,12 +45,19 @@ func runNode(t *testing.T, n *cluster.Node, a *fakeApplier) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	after := int64(0)
+	for _, e := range pre {
+		if err := chat.Append(e); err != nil {
+			t.Fatal(err)
+		}
+		after = e.Seq
+	}
 	h := hub.New(hub.Config{DataDir: dir, Logger: quiet, Cluster: Link{Node: n}, MaxMessageBytes: 1024},
 		Log{Node: n}, &agent.Demo{})
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone, runDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(hubDone); _ = h.Run(ctx) }()
-	r := New(Options{Node: n, Hub: h, ChatLog: chat, Logger: quiet, Erased: a.Apply,
+	r := New(Options{Node: n, Hub: h, ChatLog: chat, After: after, Logger: quiet, Erased: a.Apply,
 		Tail: func() ([]event.Event, error) { tail, _, err := history.ReadTail(path, 5000); return tail, err }})
 	go func() { defer close(runDone); _ = r.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-runDone; <-hubDone; chat.Close() })
@@ -105,6 +112,12 @@ func TestCopyLogErased(t *testing.T) {
 	if got := evs[0]; got.Seq != 1 || string(got.Data) != string(want.Data) || got.Type != want.Type || got.Turn != want.Turn {
 		t.Errorf("the second copy's seq 1: %+v, want %+v", got, want)
 	}
+
+	// A node stopped after it copied the erased event and before its
+	// files were rid of the text applies it again as it starts.
+	third := &fakeApplier{}
+	runNode(t, n, third, user, erased)
+	waitUntil(t, ctx, "the restarted node applied the erasure again", func() bool { return len(third.applied()) == 1 })
 }
 
 func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
