@@ -41,3 +41,24 @@ func TestForgetThreeNodes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkForget measures one node's share of an erase on three nodes:
+// the record, the secure delete and the snapshot of its replica (the log
+// holds b.N+1000 small events).
+func BenchmarkForget(b *testing.B) {
+	nodes := startCluster(b, 3, time.Second)
+	n := nodes[0]
+	ctx := context.Background()
+	for seq := int64(1); seq <= int64(b.N)+1000; seq++ {
+		if err := n.Append(ctx, msg(seq, "message number "+time.Duration(seq).String())); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		e := msg(int64(i+1), "")
+		if err := n.Forget(ctx, event.ErasedOf(e, "web")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
