@@ -23,6 +23,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/clusterhub"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/datadir"
+	"github.com/frontdesk-hq/frontdesk/erasure"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -152,6 +153,7 @@ type stores struct {
 	items   *memory.Items
 	search  *index.Follower
 	files   clusterhub.FileStore // the local store, or on a cluster node the object store cached there
+	local   *attachments.Store   // the local store
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -187,7 +189,7 @@ func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logg
 		st.close()
 		return nil, err
 	}
-	st.files = local
+	st.files, st.local = local, local
 	var logSeq int64
 	if len(tail) > 0 {
 		logSeq = tail[len(tail)-1].Seq
@@ -340,7 +342,18 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		MaxAttachments:      cfg.Attachments.MaxPerMessage,
 		MaxMessageBytes:     cfg.Server.MaxMessageBytes,
 		Cluster:             link,
+		Erased:              st.eraser(cfg, logger).Later,
 	}, lg, ag)
+}
+
+// eraser rids this node's files of erased events (package erasure).
+func (st *stores) eraser(cfg config.Config, logger *slog.Logger) *erasure.Applier {
+	a := &erasure.Applier{Log: st.chatLog, AuditDir: filepath.Join(cfg.DataDir, "audit"),
+		Attachments: st.local, Memory: st.mem, Logger: logger}
+	if st.search != nil {
+		a.Index = st.search
+	}
+	return a
 }
 
 // mcpServeHandler is /mcp (mcp.serve): the history tools, and

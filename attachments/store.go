@@ -261,3 +261,19 @@ func readHead(r io.Reader) ([]byte, error) {
 	}
 	return head[:n], nil
 }
+
+// Remove deletes the file named h and its name record, for an erase: the
+// caller has checked that no message still refers to it. An unknown
+// file is no error.
+func (s *Store) Remove(h string) error {
+	p := s.Path(h)
+	if p == "" {
+		return ErrBadHash
+	}
+	for _, f := range []string{p, p + ".json"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return diskerr.Wrap("remove attachment", err)
+		}
+	}
+	return nil
+}

@@ -132,3 +132,25 @@ func (r *Ring) Waiting() []event.Event {
 // Len returns the number of exchanges held, including one still waiting
 // for its reply (not counting queued inputs that have not started).
 func (r *Ring) Len() int { return len(r.ex) }
+
+// Replace puts e in place of the user or assistant event with e's seq
+// (an erased message's tombstone), wherever the ring holds it. It
+// reports whether it found one.
+func (r *Ring) Replace(e event.Event) bool {
+	found := false
+	for i := range r.ex {
+		x := &r.ex[i]
+		if x.user.Seq == e.Seq {
+			x.user, found = e, true
+		}
+		if x.replied && x.assistant.Seq == e.Seq {
+			x.assistant, found = e, true
+		}
+	}
+	for i := range r.waiting {
+		if r.waiting[i].Seq == e.Seq {
+			r.waiting[i], found = e, true
+		}
+	}
+	return found
+}

@@ -271,6 +271,7 @@ func (m *SessionManager) ingest(e event.Event) {
 	m.remember(f)
 	m.followTurn(e)
 	m.followMemory(e)
+	m.followErased(e)
 	m.flushLive()
 	if len(m.parked) > 0 {
 		m.unpark(false)

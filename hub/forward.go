@@ -14,7 +14,7 @@ import (
 
 // ForwardedOps are the commands a follower forwards to the holder, which
 // serves each (Serve).
-var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide, opMemory}
+var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide, opMemory, opErase}
 
 // The forwarded commands' wire: JSON both ways, errors by kind so that the
 // door on the follower answers exactly as the holder's own would.
@@ -60,6 +60,7 @@ var wireErrs = map[string]error{
 	"closed": ErrClosed, "queue_full": ErrQueueFull, "no_leader": ErrNoLeader, "no_answer": ErrNoAnswer,
 	"decided": ErrDecided, "no_approval": ErrNoApproval, "bad_decision": ErrBadDecision,
 	"memory_not_found": memory.ErrNotFound, "no_memory": ErrNoMemory,
+	"no_event": ErrNoEvent, "not_message": ErrNotMessage, "already_erased": ErrAlreadyErased,
 }
 
 func toWireErr(err error) *wireErr {
@@ -191,6 +192,8 @@ func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any,
 		return r.d, err
 	case opMemory:
 		return m.serveMemory(ctx, req)
+	case opErase:
+		return m.serveErase(ctx, req)
 	}
 	return nil, fmt.Errorf("unknown forwarded command %q", op)
 }

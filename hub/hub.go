@@ -157,6 +157,15 @@ type Config struct {
 	// Cluster, if set, makes this one node of several (cluster.go): the
 	// hub follows the log until Lead. Nil: a single node, as always.
 	Cluster Cluster
+
+	// Erased, if set, is called on the hub's goroutine after an erased
+	// event was appended to a local log (Cluster nil), and at start for
+	// each erased event in Restore (a crash may have come before the
+	// files were rid of the text): it makes the node's files hold no
+	// trace of the erased event (package erasure). It must not block:
+	// run the work on another goroutine. On a cluster node the log's
+	// copier does this instead.
+	Erased func(event.ErasedData)
 }
 
 // maxConsolidateRetry caps the wait between attempts to write long_term.md.
@@ -287,6 +296,10 @@ type SessionManager struct {
 	early   []liveFrame    // a follower: live frames ahead of the log
 	parked  []subscribeCmd // a follower: clients ahead of it, waiting
 	shown   int64          // the last seq this node's clients were shown (cluster: see lead, demote)
+
+	// erasedSeqs are the seqs erased since the start (and in the
+	// restored tail): their files may still hold the text a while.
+	erasedSeqs map[int64]bool
 
 	// stopping is closed when shutdown begins: the memory writers then
 	// stop reporting to the hub.
@@ -435,7 +448,14 @@ func (m *SessionManager) Run(ctx context.Context) error {
 	}
 	m.sess = sess
 	m.leading.Store(m.cfg.Cluster == nil)
-	m.restore(m.cfg.Restore)
+	restored, erasures := restoreErased(m.cfg.Restore)
+	m.restore(restored)
+	for _, d := range erasures {
+		m.tombstone(d)
+		if m.cfg.Cluster == nil && m.cfg.Erased != nil {
+			m.cfg.Erased(d)
+		}
+	}
 	m.catchUpItems(m.cfg.Restore)
 	m.migrateLongTerm()
 	m.cfg.Restore = nil
@@ -531,6 +551,8 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		if c.reply != nil {
 			c.reply <- r
 		}
+	case eraseCmd:
+		c.reply <- m.erase(c)
 	default:
 		if !m.handleCluster(ctx, c) {
 			panic(fmt.Sprintf("hub: unknown command %T", c))
@@ -621,5 +643,7 @@ func (m *SessionManager) whileStopping(c any) {
 		}
 	case storageCmd:
 		m.stored(c.part, c.err, c.attrs...)
+	case eraseCmd:
+		c.reply <- eraseReply{err: ErrClosed}
 	}
 }

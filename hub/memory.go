@@ -179,6 +179,9 @@ func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 		d.Action = event.MemoryDeleted
 		if c.op == memEdit {
 			d.Action, d.Text = event.MemoryEdited, c.text
+			if c.by == memory.ByErase {
+				d.Source = c.source // all a replay has of the item once its earlier events are erased
+			}
 		}
 	}
 	e, err := m.commit(event.New(event.MemoryChanged, c.turn, m.now(), d))

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,9 @@ type toolEvent struct {
 	Content string `json:"content,omitempty"`
 	// Attachments of a user event: name, type, size (not the bytes).
 	Attachments []event.Attachment `json:"attachments,omitempty"`
+	// ErasedBy is set for an erased message (its tombstone): who erased
+	// it; Content is then empty.
+	ErasedBy string `json:"erased_by,omitempty"`
 }
 
 func toToolEvents(evs []event.Event) []toolEvent {
@@ -42,6 +46,11 @@ func toToolEvents(evs []event.Event) []toolEvent {
 		case event.User, event.Assistant:
 			m, _ := e.Message()
 			te.Channel, te.From, te.Content, te.Attachments = m.Channel, m.From, m.Content, m.Attachments
+			if event.IsTombstone(e) {
+				var d event.TombstoneData
+				_ = e.Decode(&d)
+				te.ErasedBy = cmp.Or(d.By, "?")
+			}
 		case event.Notice:
 			var d event.TextData
 			_ = e.Decode(&d)

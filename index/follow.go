@@ -45,8 +45,11 @@ type FollowerOptions struct {
 type Follower struct {
 	opts FollowerOptions
 
-	mu sync.RWMutex // held for writing only while the index is swapped
+	mu sync.RWMutex // held for writing only while the index is swapped or a document erased
 	ix *Index
+
+	emu    sync.Mutex
+	erased map[int64]bool // seqs erased since the start: a catch-up never indexes them
 
 	wake    chan struct{} // something was appended
 	memWake chan struct{} // long-term memory changed
@@ -296,7 +299,7 @@ func (f *Follower) catchUp(ctx context.Context) error {
 			break
 		}
 		f.mu.RLock()
-		err = f.ix.Add(ctx, evs)
+		err = f.ix.Add(ctx, f.withoutErased(evs))
 		f.mu.RUnlock()
 		if err != nil {
 			return err

@@ -251,6 +251,9 @@ func open(path string, readOnly bool) (*Index, error) {
 		// catches up from the log anyway.
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// Freed space is zeroed: an erased message's words leave the
+		// file, not only the index (see Erase).
+		q.Add("_pragma", "secure_delete(1)")
 		dsn = "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	}
 	if path != "" && !readOnly {
@@ -295,7 +298,7 @@ func (ix *Index) init() error {
 			return classify("create index", err)
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, schema+vecSchema); err != nil {
+		if _, err := tx.ExecContext(ctx, schema+vecSchema+";"+secureDelete); err != nil {
 			return classify("create index", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO meta VALUES('schema_version', ?), ('last_seq', '0'), ('memory_hash', ''), ('docs', '0'), ('words', '0'),
@@ -318,7 +321,7 @@ func (ix *Index) init() error {
 	}
 	// An index made before search by meaning gains the vectors' table:
 	// it holds no vectors yet, and the messages need not be indexed anew.
-	_, err = ix.db.ExecContext(ctx, vecSchema+`; INSERT OR IGNORE INTO meta VALUES('embed_model', ''), ('embed_dim', '0')`)
+	_, err = ix.db.ExecContext(ctx, vecSchema+`; INSERT OR IGNORE INTO meta VALUES('embed_model', ''), ('embed_dim', '0');`+secureDelete)
 	return classify("update index", err)
 }
 
@@ -509,6 +512,11 @@ func (ix *Index) SetMemory(ctx context.Context, docs []Doc, hash string) error {
 		return classify("index memory", err)
 	}
 	ix.vec.removeFrom(memoryBase)
+	// The old sections' words leave the WAL and the file now, not at the
+	// next automatic checkpoint: an item edited or deleted because it
+	// quoted an erased message must not linger (see Erase). Best effort:
+	// a reader holding the WAL only delays it to the next change.
+	_ = ix.checkpoint(ctx)
 	return nil
 }
 

@@ -28,6 +28,10 @@ const (
 	SourceConsolidation = "consolidation"
 )
 
+// ByErase is the by of the memory_changed events an erase makes: an item
+// that quoted an erased message is edited (the quote removed) or deleted.
+const ByErase = "erase"
+
 // MaxItemChars caps an item's text, in characters (runes). A
 // consolidation's summary (at most maxSummaryChars) and its heading fit.
 const MaxItemChars = 16384
@@ -159,7 +163,9 @@ func (s *Items) Apply(e event.Event) (bool, error) {
 	if e.Seq != 0 && e.Seq <= s.file.Applied {
 		return false, nil
 	}
-	if e.Type != event.MemoryChanged {
+	if e.Type != event.MemoryChanged || event.IsTombstone(e) {
+		// A tombstone is a change whose text was erased: the erase's own
+		// memory_changed (by "erase") follows it in the log.
 		s.file.Applied = max(s.file.Applied, e.Seq)
 		return false, nil
 	}
@@ -184,6 +190,12 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 		s.file.Items = append(s.file.Items, Item{ID: d.ID, Text: d.Text, Source: d.Source, Created: ts, Updated: ts})
 		return true
 	case event.MemoryEdited:
+		if i < 0 && d.By == ByErase && d.Source != "" && d.ID != "" {
+			// The item's earlier events were erased (tombstones): the
+			// erase's edit carries all there is of it.
+			s.file.Items = append(s.file.Items, Item{ID: d.ID, Text: d.Text, Source: d.Source, Created: ts, Updated: ts})
+			return true
+		}
 		if i < 0 {
 			return false // deleted since
 		}

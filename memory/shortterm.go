@@ -48,6 +48,8 @@ func renderShortTerm(events []event.Event) string {
 		b.WriteString("\n\n")
 		if c := strings.TrimSpace(content); c != "" {
 			b.WriteString(c)
+		} else if event.IsTombstone(e) {
+			b.WriteString("(message erased)")
 		} else {
 			b.WriteString("(empty)")
 		}

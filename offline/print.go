@@ -93,7 +93,17 @@ func (o *Printer) table(head [5]string, rows [][5]string) error {
 
 // describe returns an event's channel column and text.
 func describe(e event.Event) (who, text string) {
+	if event.IsTombstone(e) {
+		var d event.TombstoneData
+		_ = e.Decode(&d)
+		return d.Channel, "[message erased by " + d.By + "]"
+	}
 	switch e.Type {
+	case event.Erased:
+		var d event.ErasedData
+		if e.Decode(&d) == nil {
+			return "", fmt.Sprintf("erased #%d (%s) by %s", d.Seq, d.Type, d.By)
+		}
 	case event.User, event.Assistant:
 		if m, ok := e.Message(); ok {
 			if m.Partial {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -89,6 +90,21 @@ func (h *apiHandlers) historyRange(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	httpjson.Write(w, http.StatusOK, historyPage{Events: nonNil(evs), Truncated: truncated})
+	return nil
+}
+
+// erase is DELETE /api/history/{seq}: the message at seq is erased
+// (hub.Erase); 200 {"seq","erased":true}.
+func (h *apiHandlers) erase(w http.ResponseWriter, r *http.Request) error {
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq <= 0 {
+		return httpjson.Errorf(http.StatusBadRequest, "bad_seq", "seq must be a whole number ≥ 1, the seq of a user or assistant message: DELETE /api/history/42")
+	}
+	d, err := h.s.Erase(r.Context(), seq, memoryDoor(r)) // "web" from the page, "api" otherwise
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"seq": d.Seq, "erased": true})
 	return nil
 }
 

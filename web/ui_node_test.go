@@ -59,3 +59,7 @@ func TestUIAttachmentsCore(t *testing.T) { runNodeTest(t, "uitest/attachments.te
 // TestUIQueueCore runs the node tests of queued inputs in the reducer
 // (web/uitest/queue.test.mjs): user.queued, turn_start, replaced, unknown types.
 func TestUIQueueCore(t *testing.T) { runNodeTest(t, "uitest/queue.test.mjs") }
+
+// TestUIEraseCore runs the node tests of erased messages in the reducer
+// (web/uitest/erase.test.mjs): live erased events, tombstones in a replay.
+func TestUIEraseCore(t *testing.T) { runNodeTest(t, "uitest/erase.test.mjs") }

@@ -36,6 +36,7 @@ type Session interface {
 	MemorySave(ctx context.Context, text, source string) (memory.Item, error)
 	MemoryEdit(ctx context.Context, id, text, by string) (memory.Item, error)
 	MemoryForget(ctx context.Context, id, by string) error
+	Erase(ctx context.Context, seq int64, by string) (event.ErasedData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -120,6 +121,7 @@ func Handler(s Session, o Options) http.Handler {
 	api.Handle("GET /api/history/recent", apiFunc(h.recent))
 	api.Handle("GET /api/history/range", apiFunc(h.historyRange))
 	api.Handle("GET /api/history/search", apiFunc(h.search))
+	api.Handle("DELETE /api/history/{seq}", apiFunc(h.erase))
 	api.Handle("GET /api/session", apiFunc(h.session))
 	if o.Schedules != nil {
 		scheduleRoutes(api, o.Schedules)

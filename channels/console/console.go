@@ -42,6 +42,7 @@ type Session interface {
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
 	MemoryList(ctx context.Context) ([]memory.Item, error)
 	MemoryForget(ctx context.Context, id, by string) error
+	Erase(ctx context.Context, seq int64, by string) (event.ErasedData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -125,6 +126,8 @@ const help = `Type a message and press Enter to send it to the assistant.
   /schedules       list reminders and recurring tasks; /schedules cancel <id> cancels one
   /memory          list what the assistant remembers (id, date, source, text)
   /forget <id>     make it forget one item (the ids are in /memory)
+  /erase <seq>     erase one message everywhere it is stored (the #seq is in /history);
+                   backups made before still hold it
   /help            this text
   /quit            leave the console (Ctrl-D too); the server keeps running
 Ctrl-\ stops the server (as SIGTERM does), here and after /quit.`
@@ -273,6 +276,8 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		r.memoryList(ctx, arg)
 	case "/forget":
 		r.forget(ctx, arg)
+	case "/erase":
+		r.erase(ctx, arg)
 	case "/status":
 		r.status(ctx)
 	case "/history":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -82,4 +83,18 @@ func oneLineN(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// erase runs /erase <seq>.
+func (r *repl) erase(ctx context.Context, arg string) {
+	seq, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || seq <= 0 {
+		r.p.say("usage: /erase <seq> (a message's #seq, shown by /history); it erases the message everywhere it is stored, but backups made before still hold it")
+		return
+	}
+	if _, err := r.s.Erase(ctx, seq, event.ChannelConsole); err != nil {
+		r.p.say(fmt.Sprintf("erase #%d failed: %s", seq, errText(err)))
+		return
+	}
+	r.p.say(fmt.Sprintf("erased #%d: its text is being removed from every file (backups made before still hold it)", seq))
 }

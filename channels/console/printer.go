@@ -307,6 +307,9 @@ func (p *printer) event(e event.Event) {
 			return // printed before the resubscription
 		}
 	}
+	if p.erasure(e) {
+		return
+	}
 	switch e.Type {
 	case event.User:
 		p.user(e)
@@ -369,6 +372,26 @@ func (p *printer) event(e event.Event) {
 	case event.MemoryChanged:
 		p.line(p.o.style(dim, memoryLine(decode[event.MemoryChangedData](e))))
 	}
+}
+
+// erasure prints an erased event, or an erased message's tombstone (a
+// replay), as "#12 message erased (by web)", and reports whether e was one.
+func (p *printer) erasure(e event.Event) bool {
+	switch {
+	case e.Type == event.Erased:
+		d := decode[event.ErasedData](e)
+		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", d.Seq, erasedNote(d.By))))
+	case (e.Type == event.User || e.Type == event.Assistant) && event.IsTombstone(e):
+		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", e.Seq, erasedNote(decode[event.TombstoneData](e).By))))
+	default:
+		return false
+	}
+	return true
+}
+
+// erasedNote is what stands in place of an erased message.
+func erasedNote(by string) string {
+	return "message erased (by " + by + ")"
 }
 
 // memoryLine tells a change to the long-term memory made at any door:
@@ -453,6 +476,13 @@ func (p *printer) turnEnd(e event.Event) {
 // historyLine prints an event from /history or the welcome context.
 func (p *printer) historyLine(e event.Event) {
 	ts := e.TS.Std().Local().Format("15:04")
+	if e.Type == event.User || e.Type == event.Assistant {
+		ts += fmt.Sprintf(" #%d", e.Seq) // what /erase takes
+		if event.IsTombstone(e) {
+			p.line(p.o.style(dim, ts+" "+erasedNote(decode[event.TombstoneData](e).By)))
+			return
+		}
+	}
 	switch e.Type {
 	case event.User:
 		d := decode[event.UserData](e)

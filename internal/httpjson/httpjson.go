@@ -107,6 +107,12 @@ func FromSession(err error) error {
 		return Errorf(http.StatusServiceUnavailable, "no_memory", err.Error())
 	case errors.Is(err, hub.ErrNoIndex):
 		return Errorf(http.StatusServiceUnavailable, "no_index", err.Error())
+	case errors.Is(err, hub.ErrNoEvent):
+		return Errorf(http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, hub.ErrNotMessage):
+		return Errorf(http.StatusConflict, "not_a_message", err.Error())
+	case errors.Is(err, hub.ErrAlreadyErased):
+		return Errorf(http.StatusConflict, "already_erased", err.Error())
 	case errors.Is(err, hub.ErrDecided):
 		return Errorf(http.StatusConflict, "already_decided", err.Error())
 	case errors.Is(err, hub.ErrNoApproval):

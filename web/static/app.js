@@ -14,6 +14,7 @@
 //   items-view.js   one item's DOM; keyed reconciliation
 //   attach-view.js  thumbnails and chips, the tray, attach/drop/paste
 //   search-view.js  the search box and the jump target
+//   erase.js        "Erase…" on a message: the dialog and DELETE /api/history/{seq}
 //   view.js         render(): the page from the state; scrolling
 // A new feature (a panel, say) gets a pure module for its state (its
 // actions reduced like reduceAttachments/reduceHistory in core.js reduce),

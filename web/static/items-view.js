@@ -8,6 +8,31 @@ import * as Core from './core.js';
 import { state, dispatch } from './shell.js';
 import { h, timeOf, timeEl, setTime, fullTime, relDay, clip } from './dom.js';
 import { attachmentsNode } from './attach-view.js';
+import { erasedText } from './items.js';
+import { offerErase } from './erase.js';
+
+// eraseButton is "Erase…" on a message (erase.js asks first).
+function eraseButton(it) {
+  const b = h('button', 'small erase', 'Erase…');
+  b.type = 'button';
+  b.title = 'Erase this message everywhere the server keeps it';
+  b.addEventListener('click', () => offerErase(it.seq));
+  return b;
+}
+
+// showErased puts "message erased (by …)" in place of an erased message's
+// text, and offers Erase… only on a message that stands and has a seq.
+function showErased(li, it, box) {
+  const gone = it.erased !== null && it.erased !== undefined;
+  li.classList.toggle('erased', gone);
+  const b = li.querySelector('.erase');
+  if (b) b.hidden = gone || !(it.seq > 0);
+  if (!gone) return false;
+  box.replaceChildren(h('span', 'erased-note', erasedText(it.erased)));
+  box.hidden = false;
+  for (const a of li.querySelectorAll('.attachments')) a.remove();
+  return true;
+}
 
 // ── Markdown tree → DOM ──
 // Only these tags and attributes are ever created, and a link's href is
@@ -93,7 +118,7 @@ const views = {
       const meta = h('div', 'meta');
       const badge = h('span', 'badge ch-' + it.channelKind, it.label);
       badge.title = 'via ' + (it.channel || 'unknown') + (it.from ? ' from ' + it.from : '');
-      meta.append(badge, h('span', 'queue-badge'), timeEl(it.ts));
+      meta.append(badge, h('span', 'queue-badge'), timeEl(it.ts), eraseButton(it));
       const text = h('div', 'text', it.content); // the user's words as typed: plain text
       text.hidden = it.content === '' && it.attachments.length > 0;
       b.append(meta, text);
@@ -103,6 +128,7 @@ const views = {
     },
     // A queued input is marked until its turn starts, or says it never ran.
     update(li, it) {
+      showErased(li, it, li.querySelector('.text'));
       li.dataset.queue = it.queue || '';
       const q = li.querySelector('.queue-badge');
       q.textContent = it.queue === 'waiting' ? 'queued' : it.queue === 'replaced' ? 'replaced, not run' : '';
@@ -111,11 +137,11 @@ const views = {
     },
   },
   assistant: {
-    build() {
+    build(it) {
       const li = h('li', 'msg assistant');
       const b = h('div', 'bubble');
       const meta = h('div', 'meta');
-      meta.append(h('span', 'who', 'assistant'), h('time', 'when'));
+      meta.append(h('span', 'who', 'assistant'), h('time', 'when'), eraseButton(it));
       b.append(meta, h('div', 'md'));
       li.append(b);
       return li;
@@ -125,7 +151,7 @@ const views = {
       li.classList.toggle('partial', it.partial);
       // aria-busy keeps screen readers from reading every streamed chunk.
       li.setAttribute('aria-busy', it.streaming ? 'true' : 'false');
-      renderMarkdown(li.querySelector('.md'), it.text, it.streaming);
+      if (!showErased(li, it, li.querySelector('.md'))) renderMarkdown(li.querySelector('.md'), it.text, it.streaming);
       // A reply is stamped when it was complete — the time the chat log keeps,
       // so a reload shows the same; until then "…". (A cut-short reply is
       // dashed; the notice or turn-end line under it says why, once.)

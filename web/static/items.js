@@ -87,6 +87,7 @@ function addItem(s, v, ev, historic) {
         // waiting | replaced | '' — a queued input waits for its turn_start
         // (older pages: it ran or was replaced long ago; their turn_end says which)
         queue: d.queued === true && !historic ? 'waiting' : '',
+        erased: erasedBy(d),
       });
     case 'delta': {
       if (historic) return null;
@@ -112,8 +113,15 @@ function addItem(s, v, ev, historic) {
     case 'assistant': {
       const b = assistantBubble(s, v, ev);
       Object.assign(b, { seq, text: String(d.content ?? ''), final: true, streaming: false,
-        partial: !!d.partial, ts: ev.ts });
+        partial: !!d.partial, ts: ev.ts, erased: erasedBy(d) });
       return touch(b);
+    }
+    case 'erased': {
+      // A person erased the message at d.seq: its text goes, a line says so.
+      const m = d.type === 'assistant' ? v.byKey.get('a:' + d.turn) : v.byKey.get('u:' + d.seq);
+      if (!m || (m.seq !== undefined && m.seq !== d.seq)) return null; // not in this view
+      Object.assign(m, { erased: String(d.by ?? ''), content: '', text: '', attachments: [], streaming: false });
+      return touch(m);
     }
     case 'turn_start': {
       // A queued input began to run: it waits no more.
@@ -194,9 +202,16 @@ function queuedUser(v, turn) {
   return null;
 }
 
+// erasedBy is who erased the message whose data is d (a tombstone), or
+// null for a message that stands.
+const erasedBy = (d) => (d && d.erased === true ? String(d.erased_by ?? '') : null);
+
+// erasedText stands where an erased message was.
+const erasedText = (by) => 'message erased' + (by ? ' (by ' + by + ')' : '');
+
 const hasSeq = (e) => e && typeof e.seq === 'number' && e.seq > 0;
 const PERSISTED = new Set(['user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'turn_start', 'notice', 'reset',
-  'approval_request', 'approval_result', 'memory_changed']);
+  'approval_request', 'approval_result', 'memory_changed', 'erased']);
 
 export { idleLoad, newItem, touch, setNote, assistantBubble, channelLabel, channelKind, turnEndText, resetText,
-  addItem, hasSeq, PERSISTED };
+  addItem, hasSeq, PERSISTED, erasedText };
