@@ -65,13 +65,6 @@ func wordHash(w string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// words splits text into lower-case words of letters and digits.
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-}
-
 // distinctive returns the words of text that can tell it apart.
 func distinctive(text string) []string {
 	var out []string
@@ -176,23 +169,6 @@ func (fs ForgottenSet) Cut(text string) (string, int) {
 		return text, 0
 	}
 	return strings.Join(out, "\n"), cut
-}
-
-// splitKeep splits a line after each ". ", "! " or "? ", keeping the
-// separators, so that the kept pieces join back as they were.
-func splitKeep(line string) []string {
-	var out []string
-	start := 0
-	for i := 0; i+1 < len(line); i++ {
-		if (line[i] == '.' || line[i] == '!' || line[i] == '?') && line[i+1] == ' ' {
-			out = append(out, line[start:i+2])
-			start = i + 2
-		}
-	}
-	if start < len(line) {
-		out = append(out, line[start:])
-	}
-	return out
 }
 
 // CutEvents returns evs with the forgotten items cut from the content of
