@@ -177,6 +177,13 @@ type Node struct {
 	nodes    []string
 	changed  chan struct{} // closed and replaced at each role change
 
+	// compactReq asks compactLoop for a snapshot of this node's replica
+	// (cap 1); stopCompact ends it and compactDone says it ended. The
+	// loop runs only on an embedded clustered server.
+	compactReq  chan struct{}
+	stopCompact chan struct{}
+	compactDone chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -196,7 +203,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	n := &Node{cfg: cfg, log: logger, role: Electing, changed: make(chan struct{}),
+	n := &Node{cfg: cfg, log: logger, role: Electing, changed: make(chan struct{}), compactReq: make(chan struct{}, 1),
 		epoch: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if err := n.connect(ctx); err != nil {
 		n.Close()
@@ -212,6 +219,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 	}
 	if n.watch != nil {
 		n.watch.running()
+	}
+	if n.srv != nil && n.srv.JetStreamIsClustered() {
+		n.stopCompact, n.compactDone = make(chan struct{}), make(chan struct{})
+		go func() { defer close(n.compactDone); n.compactLoop(n.stopCompact) }()
 	}
 	return n, nil
 }
@@ -512,6 +523,10 @@ func (n *Node) ClientURL() string {
 // cancelled) first; those still running return errors.
 func (n *Node) Close() {
 	n.closeOnce.Do(func() {
+		if n.stopCompact != nil {
+			close(n.stopCompact)
+			<-n.compactDone
+		}
 		if n.nc != nil {
 			n.nc.Close()
 		}

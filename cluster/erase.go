@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -61,21 +62,79 @@ func (n *Node) Forget(ctx context.Context, d event.ErasedData) error {
 	return nil
 }
 
-// compactLocal has this node's embedded server snapshot its replica of the
-// log stream, which drops the replication log (JetStream's raft WAL) up to
-// what the replica applied: that log holds every appended message as it
-// was published, erased or not, and JetStream snapshots it on its own only
-// every two to three minutes. Nothing to do when connected to an outside
-// NATS (its operator's servers snapshot on their own schedule) or on a
-// single NATS node (no replication log). Errors are logged: the stream
-// itself no longer holds the message.
+// compactLocal asks this node's compactor (compactLoop) to snapshot its
+// replica of the log stream; it does not wait.
 func (n *Node) compactLocal() {
-	if n.srv == nil || !n.srv.JetStreamIsClustered() {
-		return
+	select {
+	case n.compactReq <- struct{}{}:
+	default: // one is asked for already: it covers this delete too
+	}
+}
+
+// compactLoop snapshots this node's replica of the log stream each time
+// compactLocal asks, until stop is closed. A snapshot drops the
+// replication log (JetStream's raft WAL) up to what the replica applied:
+// that log holds every appended message as it was published, erased or
+// not, and JetStream snapshots it on its own only every two to three
+// minutes. It first waits (at most compactWait) until every replica that
+// is online has stored everything: a leader that drops its log before a
+// lagging replica stored the delete makes that replica catch up from a
+// snapshot, and JetStream then drops the message there without
+// overwriting its bytes. It snapshots again compactAgain later, for a
+// replica that had not applied the delete yet the first time. Only an
+// embedded clustered server has a replication log frontdesk can reach.
+func (n *Node) compactLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-n.compactReq:
+		}
+		n.snapshotReplica(stop)
+		select {
+		case <-stop:
+			return
+		case <-time.After(compactAgain):
+		}
+		n.snapshotReplica(stop)
+	}
+}
+
+// Bounds of compactLoop.
+const (
+	compactWait  = 5 * time.Second
+	compactAgain = 300 * time.Millisecond
+)
+
+func (n *Node) snapshotReplica(stop <-chan struct{}) {
+	deadline := time.Now().Add(compactWait)
+	for !n.replicasStored() && time.Now().Before(deadline) {
+		select {
+		case <-stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if err := n.srv.JetStreamSnapshotStream(globalAccount, LogStream); err != nil {
 		n.log.Warn("cluster: snapshot this node's replica of the log stream after an erase", "err", err)
 	}
+}
+
+// replicasStored reports whether every online replica of the log stream
+// has stored all the leader has.
+func (n *Node) replicasStored() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	info, err := n.stream.Info(ctx)
+	if err != nil || info.Cluster == nil {
+		return false
+	}
+	for _, r := range info.Cluster.Replicas {
+		if !r.Offline && (!r.Current || r.Lag > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // globalAccount is the embedded server's only account (no accounts are

@@ -126,8 +126,8 @@ type Options struct {
 	// holds it (Files.Prefetch). It must not block.
 	Copied func(e event.Event)
 	// Erased, if set, is called on every node (the holder too) for each
-	// erased event its chat log copies, after the stream forgot the
-	// erased message (Node.Forget): it rids this node's files of it
+	// erased event its chat log copies, before the stream is made to
+	// forget the erased message (Node.Forget): it rids this node's files of it
 	// (erasure.Applier.Apply). It runs on the copier's goroutine and must
 	// be idempotent (a restart copies the event again only if the copy
 	// did not hold it yet). An error is logged; the copy goes on.
@@ -362,42 +362,48 @@ func (r *Runner) eraseAgain(ctx context.Context) {
 	}
 }
 
-// forgetTries bounds the attempts to have the stream forget an erased
-// message (each attempt waits for a quorum for at most forgetWait).
+// forgetFor bounds the attempts to have the stream forget an erased
+// message: long enough for an election of the stream's or the erasure
+// bucket's Raft group (4-9 s, JetStream's floor) after a node died.
 const (
-	forgetTries = 5
-	forgetWait  = 2 * time.Second
+	forgetFor  = 30 * time.Second
+	forgetWait = 2 * time.Second
 )
 
-// erased makes the stream forget the message an erased event names (every
-// node does it, idempotently, so a holder that died between the erased
-// event and the delete is made good by the others), then rids this node's
-// files of it. The copier's goroutine.
+// erased rids this node's files of the message an erased event names,
+// then makes the stream forget it (every node does it, idempotently, so a
+// holder that died between the erased event and the delete is made good
+// by the others), trying again for up to forgetFor. The copier's
+// goroutine.
 func (r *Runner) erased(ctx context.Context, e event.Event) {
 	var d event.ErasedData
 	if err := e.Decode(&d); err != nil || d.Seq < 1 {
 		r.o.Logger.Error("cluster: an erased event that names no seq", "seq", e.Seq, "err", err)
 		return
 	}
-	var err error
-	for try := 1; try <= forgetTries && ctx.Err() == nil; try++ {
-		fctx, cancel := context.WithTimeout(ctx, forgetWait)
-		err = r.o.Node.Forget(fctx, d)
-		cancel()
-		if err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(try) * 100 * time.Millisecond):
-		}
-	}
-	if err != nil && ctx.Err() == nil {
-		r.o.Logger.Error("cluster: the log stream still holds an erased message", "seq", d.Seq, "err", err)
-	}
 	if r.o.Erased != nil {
 		if err := r.o.Erased(ctx, d); err != nil && ctx.Err() == nil {
 			r.o.Logger.Error("erase: this node's files still hold an erased message", "seq", d.Seq, "err", err)
+		}
+	}
+	end := time.Now().Add(forgetFor)
+	for try := 1; ctx.Err() == nil; try++ {
+		fctx, cancel := context.WithTimeout(ctx, forgetWait)
+		err := r.o.Node.Forget(fctx, d)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(end) {
+			r.o.Logger.Error("cluster: the log stream still holds an erased message", "seq", d.Seq, "err", err)
+			return
+		}
+		if try == 1 {
+			r.o.Logger.Warn("cluster: the log stream did not forget an erased message yet; trying again", "seq", d.Seq, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Duration(try)*100*time.Millisecond, time.Second)):
 		}
 	}
 }
