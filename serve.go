@@ -710,9 +710,12 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 		Indexed:    st.search.Notify,
 		PublicURL:  cfg.Cluster.PublicURL,
 		Copied:     prefetch(st),
-		Lead:       func(ctx context.Context) { lt.start(ctx, a, logger) },
-		Metrics:    a.clusterMetrics,
-		Logger:     logger,
+		// The hub calls its Config.Erased on a single node only: here the
+		// copier rids this node's files of each erased event it copies.
+		Erased:  st.eraser(cfg, logger).Apply,
+		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
+		Metrics: a.clusterMetrics,
+		Logger:  logger,
 	})
 }
 

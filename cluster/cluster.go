@@ -160,6 +160,7 @@ type Node struct {
 	kv       jetstream.KeyValue
 	files    jetstream.ObjectStore
 	state    jetstream.KeyValue
+	erased   jetstream.KeyValue
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
 
@@ -175,6 +176,13 @@ type Node struct {
 	holder   string
 	nodes    []string
 	changed  chan struct{} // closed and replaced at each role change
+
+	// compactReq asks compactLoop for a snapshot of this node's replica
+	// (cap 1); stopCompact ends it and compactDone says it ended. The
+	// loop runs only on an embedded clustered server.
+	compactReq  chan struct{}
+	stopCompact chan struct{}
+	compactDone chan struct{}
 
 	closeOnce sync.Once
 }
@@ -195,7 +203,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	n := &Node{cfg: cfg, log: logger, role: Electing, changed: make(chan struct{}),
+	n := &Node{cfg: cfg, log: logger, role: Electing, changed: make(chan struct{}), compactReq: make(chan struct{}, 1),
 		epoch: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if err := n.connect(ctx); err != nil {
 		n.Close()
@@ -211,6 +219,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) 
 	}
 	if n.watch != nil {
 		n.watch.running()
+	}
+	if n.srv != nil && n.srv.JetStreamIsClustered() {
+		n.stopCompact, n.compactDone = make(chan struct{}), make(chan struct{})
+		go func() { defer close(n.compactDone); n.compactLoop(n.stopCompact) }()
 	}
 	return n, nil
 }
@@ -393,6 +405,7 @@ func (n *Node) bind(ctx context.Context) error {
 		{"lease bucket " + LeaseBucket, n.bindLease},
 		{"object store " + FilesBucket, n.bindFiles},
 		{"state bucket " + StateBucket, n.bindState},
+		{"erasure bucket " + ErasedBucket, n.bindErased},
 	}
 	for _, s := range steps {
 		var last error
@@ -418,6 +431,11 @@ func (n *Node) bind(ctx context.Context) error {
 	return nil
 }
 
+// bindStream binds the log stream, creating it when missing. Deletes are
+// allowed (an erased event's message is securely deleted, see Forget);
+// purges are not. A stream made before erasure existed has DenyDelete set,
+// which NATS never lets an update clear ("can not cancel deny message
+// deletes"): Forget then says so, and Start logs it once.
 func (n *Node) bindStream(ctx context.Context) error {
 	s, err := n.js.Stream(ctx, LogStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -427,7 +445,7 @@ func (n *Node) bindStream(ctx context.Context) error {
 			Subjects:    []string{LogSubject},
 			Storage:     jetstream.FileStorage,
 			Replicas:    n.replicas,
-			DenyDelete:  true,
+			DenyDelete:  false, // erased events are deleted (Forget)
 			DenyPurge:   true,
 			MaxMsgSize:  MaxEventBytes,
 		})
@@ -435,9 +453,16 @@ func (n *Node) bindStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.CachedInfo().Config.DenyDelete {
+		n.log.Warn(denyDeleteText, "stream", LogStream)
+	}
 	n.stream = s
 	return nil
 }
+
+// denyDeleteText says why an erased message stays in an old stream.
+const denyDeleteText = "cluster: the log stream was made before frontdesk erased messages (deny_delete set, which NATS cannot clear): " +
+	"an erased message is erased from every node's files but stays in the stream's own store"
 
 func (n *Node) bindLease(ctx context.Context) error {
 	kv, err := n.js.KeyValue(ctx, LeaseBucket)
@@ -498,6 +523,10 @@ func (n *Node) ClientURL() string {
 // cancelled) first; those still running return errors.
 func (n *Node) Close() {
 	n.closeOnce.Do(func() {
+		if n.stopCompact != nil {
+			close(n.stopCompact)
+			<-n.compactDone
+		}
 		if n.nc != nil {
 			n.nc.Close()
 		}

@@ -120,6 +120,9 @@ func (f *follower) poll(ctx context.Context) error {
 		gctx, cancel := context.WithTimeout(ctx, apiTimeout)
 		e, err := f.n.Event(gctx, f.last+1)
 		cancel()
+		if errors.Is(err, ErrHole) {
+			return err // never skipped, never waited on
+		}
 		if err != nil {
 			return nil // nothing more yet, or the stream cannot answer now: later
 		}

@@ -240,7 +240,7 @@ func (n *Node) Nodes() []string {
 }
 
 // steward refreshes Nodes and, while this node holds the lease, hands the
-// Raft leadership of the log stream, the lease bucket and the state bucket
+// Raft leadership of the log stream, the lease, state and erasure buckets
 // to a healthy other peer. It runs until ctx ends.
 func (n *Node) steward(ctx context.Context) {
 	t := time.NewTicker(handoffEvery)
@@ -255,6 +255,7 @@ func (n *Node) steward(ctx context.Context) {
 		n.tend(ctx, LogStream, role == Leader, true)
 		n.tend(ctx, "KV_"+LeaseBucket, role == Leader, false)
 		n.tend(ctx, "KV_"+StateBucket, role == Leader, false)
+		n.tend(ctx, "KV_"+ErasedBucket, role == Leader, false)
 	}
 }
 

@@ -199,7 +199,9 @@ func decodeMsg(m jetstream.Msg) (event.Event, error) {
 // follows the stream from after (the local log's last seq; see
 // history.ReadTail) and appends each event, seq kept, with l.Append, until
 // ctx ends (nil) or an append fails. Events with seq <= after are skipped,
-// so the local log never holds a seq twice. A gap is an error.
+// so the local log never holds a seq twice. A message the stream forgot
+// (an erased event's, see Forget) comes as its tombstone (Event); a gap
+// with no erasure recorded is an error (ErrHole).
 func Materialize(ctx context.Context, n *Node, l *history.Log, after int64) error {
 	last := after
 	return n.Follow(ctx, after, func(e event.Event) error {

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/frontdesk-hq/frontdesk/event"
 )
@@ -26,9 +29,14 @@ func (n *Node) Session(ctx context.Context) (id string, created time.Time, err e
 
 // Event reads the event at seq straight from the log stream's leader (no
 // consumer: creating one needs the meta leader, which may be the node
-// that just died).
+// that just died). An erased event's message was deleted (Forget): its
+// tombstone, built from the recorded erasure, stands in for it; a hole
+// with no erasure recorded is ErrHole.
 func (n *Node) Event(ctx context.Context, seq int64) (event.Event, error) {
 	m, err := n.stream.GetMsg(ctx, uint64(seq))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return n.hole(ctx, seq, err)
+	}
 	if err != nil {
 		return event.Event{}, fmt.Errorf("cluster: read seq %d of the log: %w", seq, err)
 	}

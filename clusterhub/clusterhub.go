@@ -125,6 +125,13 @@ type Options struct {
 	// Copied, if set, is given each event once this node's chat log
 	// holds it (Files.Prefetch). It must not block.
 	Copied func(e event.Event)
+	// Erased, if set, is called on every node (the holder too) for each
+	// erased event its chat log copies, before the stream is made to
+	// forget the erased message (Node.Forget): it rids this node's files of it
+	// (erasure.Applier.Apply). It runs on the copier's goroutine and must
+	// be idempotent (a restart copies the event again only if the copy
+	// did not hold it yet). An error is logged; the copy goes on.
+	Erased func(ctx context.Context, d event.ErasedData) error
 	// Metrics, if set, count role changes and time deliveries.
 	Metrics *Metrics
 	// Lead runs the holder's work besides the hub (the email poller, the
@@ -224,7 +231,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer wg.Wait()
 	copyErr := make(chan error, 1)
 	wg.Add(3)
-	go func() { defer wg.Done(); copyErr <- r.copyLog(ctx) }()
+	go func() { defer wg.Done(); r.eraseAgain(ctx); copyErr <- r.copyLog(ctx) }()
 	go func() {
 		defer wg.Done()
 		if err := r.roster.Run(ctx); err != nil {
@@ -328,8 +335,77 @@ func (r *Runner) copyLog(ctx context.Context) error {
 		if !r.o.Hub.Leading() {
 			r.o.Metrics.delivered(e.TS.Std())
 		}
+		if err == nil && e.Type == event.Erased {
+			r.erased(ctx, e)
+		}
 		return err
 	})
+}
+
+// eraseAgain applies again the erased events this node's chat log already
+// holds in its tail: a node stopped after it copied one and before its
+// files were rid of the text would otherwise never be (the copy goes on
+// after them). Both steps are idempotent.
+func (r *Runner) eraseAgain(ctx context.Context) {
+	if r.o.Tail == nil || r.o.Erased == nil {
+		return
+	}
+	tail, err := r.o.Tail()
+	if err != nil {
+		r.o.Logger.Warn("erase: read the chat log's tail to apply its erasures again", "err", err)
+		return
+	}
+	for _, e := range tail {
+		if e.Type == event.Erased && ctx.Err() == nil {
+			r.erased(ctx, e)
+		}
+	}
+}
+
+// forgetFor bounds the attempts to have the stream forget an erased
+// message: long enough for an election of the stream's or the erasure
+// bucket's Raft group (4-9 s, JetStream's floor) after a node died.
+const (
+	forgetFor  = 30 * time.Second
+	forgetWait = 2 * time.Second
+)
+
+// erased rids this node's files of the message an erased event names,
+// then makes the stream forget it (every node does it, idempotently, so a
+// holder that died between the erased event and the delete is made good
+// by the others), trying again for up to forgetFor. The copier's
+// goroutine.
+func (r *Runner) erased(ctx context.Context, e event.Event) {
+	var d event.ErasedData
+	if err := e.Decode(&d); err != nil || d.Seq < 1 {
+		r.o.Logger.Error("cluster: an erased event that names no seq", "seq", e.Seq, "err", err)
+		return
+	}
+	if r.o.Erased != nil {
+		if err := r.o.Erased(ctx, d); err != nil && ctx.Err() == nil {
+			r.o.Logger.Error("erase: this node's files still hold an erased message", "seq", d.Seq, "err", err)
+		}
+	}
+	end := time.Now().Add(forgetFor)
+	for try := 1; ctx.Err() == nil; try++ {
+		fctx, cancel := context.WithTimeout(ctx, forgetWait)
+		err := r.o.Node.Forget(fctx, d)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(end) {
+			r.o.Logger.Error("cluster: the log stream still holds an erased message", "seq", d.Seq, "err", err)
+			return
+		}
+		if try == 1 {
+			r.o.Logger.Warn("cluster: the log stream did not forget an erased message yet; trying again", "seq", d.Seq, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Duration(try)*100*time.Millisecond, time.Second)):
+		}
+	}
 }
 
 // lead makes this node the holder: once its chat log holds everything the

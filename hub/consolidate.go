@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -24,6 +25,10 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 	}
 	sum, _ := m.agent.(memory.Summarizer)
 	now := m.now()
+	// The summariser never sees what was forgotten, and what it writes is
+	// checked again before it is saved (it may know it from elsewhere).
+	forgotten := m.forgotten()
+	transcript, _ = forgotten.CutEvents(transcript)
 	prev, done := m.consolidated, make(chan struct{})
 	m.consolidated = done
 	m.bg.Add(1)
@@ -33,7 +38,7 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 		cctx, cancel := context.WithTimeout(ctx, consolidateTimeout)
 		entry := memory.Summarize(cctx, sum, transcript, reason, now)
 		cancel()
-		if entry.Heading == "" {
+		if !m.checkForgotten(&entry, forgotten) {
 			return
 		}
 		if prev != nil {
@@ -45,6 +50,34 @@ func (m *SessionManager) consolidate(ctx context.Context, transcript []event.Eve
 		}
 		m.saveLongTerm(ctx, mem, entry)
 	}()
+}
+
+// forgotten is what memory keeps of the forgotten items (nil without an
+// item store).
+func (m *SessionManager) forgotten() memory.ForgottenSet {
+	if m.cfg.Items == nil {
+		return nil
+	}
+	return m.cfg.Items.Forgotten()
+}
+
+// checkForgotten cuts from a consolidation the sentences that give away a
+// forgotten item, and reports whether anything is left to save.
+func (m *SessionManager) checkForgotten(entry *memory.Entry, forgotten memory.ForgottenSet) bool {
+	if entry.Heading == "" {
+		return false
+	}
+	summary, cut := forgotten.Cut(entry.Summary)
+	if cut == 0 {
+		return true
+	}
+	entry.Summary = strings.TrimSpace(summary)
+	if entry.Summary == "" {
+		m.cfg.Logger.Warn("memory consolidation refused: all it wrote gave away forgotten items", "heading", entry.Heading, "sentences_cut", cut)
+		return false
+	}
+	m.cfg.Logger.Warn("memory consolidation: sentences that gave away forgotten items were cut", "heading", entry.Heading, "sentences_cut", cut)
+	return true
 }
 
 // saveLongTerm appends entry to long_term.md, trying again after
@@ -138,7 +171,7 @@ func (m *SessionManager) saveShortTerm() {
 	if m.cfg.Memory == nil {
 		return
 	}
-	cur := conversation(m.buf, 0)
+	cur, _ := m.forgotten().CutEvents(conversation(m.buf, 0))
 	select {
 	case <-m.shortTerm: // drop the stale snapshot
 	default:

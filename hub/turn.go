@@ -247,7 +247,9 @@ func limitData(data any) any {
 }
 
 // ringBefore is the chat ring without the exchange of turn (the one
-// starting now: the agent gets its input separately).
+// starting now: the agent gets its input separately), with the sentences
+// that give away a forgotten memory item cut (the log keeps them until
+// the message is erased).
 func (m *SessionManager) ringBefore(turn string) []event.Event {
 	evs := m.ring.Events()
 	out := evs[:0]
@@ -256,6 +258,7 @@ func (m *SessionManager) ringBefore(turn string) []event.Event {
 			out = append(out, e)
 		}
 	}
+	out, _ = m.forgotten().CutEvents(out)
 	return out
 }
 

@@ -83,6 +83,9 @@ type itemsFile struct {
 	// Next is the number the next item's id gets (see NextID); 0 in a
 	// file written before short ids (see Renumber).
 	Next int64 `json:"next_id,omitempty"`
+	// Forgotten: what is kept of the deleted items (hashes of their
+	// words, never their text), oldest first; see Forgotten.
+	Forgotten []Forgotten `json:"forgotten,omitempty"`
 }
 
 // Items is the long-term memory item store: items.json, a view of the
@@ -252,6 +255,7 @@ func (s *Items) apply(d event.MemoryChangedData, ts time.Time) bool {
 			return false
 		}
 		delete(s.file.Uses, s.file.Items[i].ID)
+		s.forget(s.file.Items[i])
 		s.file.Items = slices.Delete(s.file.Items, i, i+1)
 		return true
 	}
@@ -273,7 +277,7 @@ func (s *Items) Advance(seq int64) {
 func (s *Items) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated, Next: 1}
+	s.file = itemsFile{Version: itemsVersion, Migrated: s.file.Migrated, Next: 1, Forgotten: s.file.Forgotten}
 }
 
 // Use is how often an item was used, and when last.
@@ -374,6 +378,7 @@ func (s *Items) Save() error {
 	s.mu.RLock()
 	f := s.file
 	f.Items = slices.Clone(f.Items)
+	f.Forgotten = slices.Clone(f.Forgotten)
 	if f.Items == nil {
 		f.Items = []Item{}
 	}
