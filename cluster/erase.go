@@ -169,23 +169,25 @@ func (n *Node) Erasure(ctx context.Context, seq int64) (d event.ErasedData, ok b
 	return d, true, nil
 }
 
-// hole fills the missing message at seq (GetMsg said not found): with the
-// tombstone of its recorded erasure, or ErrHole when seq is below the
-// stream's last seq and nothing is recorded; notFound (the GetMsg error)
-// when seq is past the end.
-func (n *Node) hole(ctx context.Context, seq int64, notFound error) (event.Event, error) {
-	d, ok, err := n.Erasure(ctx, seq)
-	if err != nil {
-		return event.Event{}, err
+// Interior reads the event at seq, a seq known to be inside the log (a
+// later one exists): a message the stream forgot (Forget) comes as the
+// tombstone of its recorded erasure, and one with no erasure recorded is
+// ErrHole — never skipped. Only such reads consult the erasure bucket: a
+// follower asking for the next event before it is there (Event) must not
+// wait on it (it may have no leader for seconds after a node died).
+func (n *Node) Interior(ctx context.Context, seq int64) (event.Event, error) {
+	e, err := n.Event(ctx, seq)
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return e, err
 	}
-	if ok {
-		return event.Tombstone(d), nil
+	d, ok, rerr := n.Erasure(ctx, seq)
+	if rerr != nil {
+		return event.Event{}, rerr
 	}
-	last, err := n.LastSeq(ctx)
-	if err == nil && seq < last {
+	if !ok {
 		return event.Event{}, fmt.Errorf("seq %d: %w", seq, ErrHole)
 	}
-	return event.Event{}, fmt.Errorf("cluster: read seq %d of the log: %w", seq, notFound)
+	return event.Tombstone(d), nil
 }
 
 func (n *Node) bindErased(ctx context.Context) error {

@@ -36,8 +36,8 @@ func TestForgetThreeNodes(t *testing.T) {
 		waitFor(t, 10*time.Second, x.Name()+"'s store rid of the word", func() bool {
 			return len(grepDir(t, x.cfg.Embedded.StoreDir, word)) == 0
 		})
-		if e, err := x.Event(ctx, 2); err != nil || !event.IsTombstone(e) {
-			t.Errorf("%s: Event(2): got %+v, %v; want the tombstone", x.Name(), e, err)
+		if e, err := x.Interior(ctx, 2); err != nil || !event.IsTombstone(e) {
+			t.Errorf("%s: Interior(2): got %+v, %v; want the tombstone", x.Name(), e, err)
 		}
 	}
 }

@@ -60,7 +60,7 @@ func TestForgetErasedMessage(t *testing.T) {
 	if err := n.Append(ctx, msg(5, "next")); err != nil {
 		t.Errorf("append seq 5 after the delete: %v", err)
 	}
-	got, err := n.Event(ctx, 2)
+	got, err := n.Interior(ctx, 2)
 	if err != nil {
 		t.Fatalf("Event(2): %v", err)
 	}
@@ -82,8 +82,8 @@ func TestForgetErasedMessage(t *testing.T) {
 	if err := n.stream.DeleteMsg(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Event(ctx, 3); !errors.Is(err, ErrHole) {
-		t.Errorf("Event(3), deleted with no record: got %v, want ErrHole", err)
+	if _, err := n.Interior(ctx, 3); !errors.Is(err, ErrHole) {
+		t.Errorf("Interior(3), deleted with no record: got %v, want ErrHole", err)
 	}
 	l := openLog(t)
 	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)

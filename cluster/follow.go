@@ -99,7 +99,7 @@ func (f *follower) fromConsumer(m jetstream.Msg) error {
 		return nil
 	}
 	for f.last+1 < e.Seq {
-		ge, err := f.n.Event(context.Background(), f.last+1)
+		ge, err := f.n.Interior(context.Background(), f.last+1)
 		if err != nil {
 			return err
 		}
@@ -119,6 +119,13 @@ func (f *follower) poll(ctx context.Context) error {
 	for ctx.Err() == nil {
 		gctx, cancel := context.WithTimeout(ctx, apiTimeout)
 		e, err := f.n.Event(gctx, f.last+1)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			// Past the end, or a forgotten message: it is the latter
+			// when the log holds the seq after it.
+			if _, nerr := f.n.Event(gctx, f.last+2); nerr == nil {
+				e, err = f.n.Interior(gctx, f.last+1)
+			}
+		}
 		cancel()
 		if errors.Is(err, ErrHole) {
 			return err // never skipped, never waited on

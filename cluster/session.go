@@ -29,13 +29,12 @@ func (n *Node) Session(ctx context.Context) (id string, created time.Time, err e
 
 // Event reads the event at seq straight from the log stream's leader (no
 // consumer: creating one needs the meta leader, which may be the node
-// that just died). An erased event's message was deleted (Forget): its
-// tombstone, built from the recorded erasure, stands in for it; a hole
-// with no erasure recorded is ErrHole.
+// that just died). A seq the stream does not hold is jetstream.ErrMsgNotFound:
+// past its end, or an erased event's deleted message (see Interior).
 func (n *Node) Event(ctx context.Context, seq int64) (event.Event, error) {
 	m, err := n.stream.GetMsg(ctx, uint64(seq))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return n.hole(ctx, seq, err)
+		return event.Event{}, fmt.Errorf("cluster: read seq %d of the log: %w", seq, err)
 	}
 	if err != nil {
 		return event.Event{}, fmt.Errorf("cluster: read seq %d of the log: %w", seq, err)

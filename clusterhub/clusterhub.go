@@ -439,7 +439,7 @@ func (r *Runner) lead(ctx context.Context, wg *sync.WaitGroup) error {
 		tail, from = nil, last-keep+1
 	}
 	for seq := from; seq <= last; seq++ {
-		e, err := r.o.Node.Event(ctx, seq)
+		e, err := r.o.Node.Interior(ctx, seq)
 		if err != nil {
 			return err
 		}

@@ -96,7 +96,7 @@ func TestCopyLogErased(t *testing.T) {
 		t.Errorf("Erased got %+v, want %+v", got, d)
 	}
 	waitUntil(t, ctx, "the stream forgot seq 1", func() bool {
-		e, err := n.Event(ctx, 1)
+		e, err := n.Interior(ctx, 1)
 		return err == nil && event.IsTombstone(e)
 	})
 
