@@ -361,14 +361,17 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		MaxAttachments:      cfg.Attachments.MaxPerMessage,
 		MaxMessageBytes:     cfg.Server.MaxMessageBytes,
 		Cluster:             link,
-		Erased:              st.eraser(cfg, logger).Later,
+		Erased:              st.eraser(cfg, logger, nil).Later,
 	}, lg, ag)
 }
 
 // eraser rids this node's files of erased events (package erasure).
-func (st *stores) eraser(cfg config.Config, logger *slog.Logger) *erasure.Applier {
+func (st *stores) eraser(cfg config.Config, logger *slog.Logger, node *cluster.Node) *erasure.Applier {
 	a := &erasure.Applier{Log: st.chatLog, AuditDir: filepath.Join(cfg.DataDir, "audit"),
 		Attachments: st.local, Memory: st.mem, Logger: logger}
+	if node != nil {
+		a.Shared = node // the cluster's object store
+	}
 	if st.search != nil {
 		a.Index = st.search
 	}
@@ -712,7 +715,7 @@ func newRunner(cfg config.Config, n *cluster.Node, a *app, st *stores, lt *leadT
 		Copied:     prefetch(st),
 		// The hub calls its Config.Erased on a single node only: here the
 		// copier rids this node's files of each erased event it copies.
-		Erased:  st.eraser(cfg, logger).Apply,
+		Erased:  st.eraser(cfg, logger, n).Apply,
 		Lead:    func(ctx context.Context) { lt.start(ctx, a, logger) },
 		Metrics: a.clusterMetrics,
 		Logger:  logger,

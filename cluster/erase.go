@@ -126,7 +126,13 @@ func (n *Node) replicasStored() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	info, err := n.stream.Info(ctx)
-	if err != nil || info.Cluster == nil {
+	return err == nil && replicasCurrent(info)
+}
+
+// replicasCurrent reports whether every online replica of the stream
+// info describes has stored all its leader has.
+func replicasCurrent(info *jetstream.StreamInfo) bool {
+	if info.Cluster == nil {
 		return false
 	}
 	for _, r := range info.Cluster.Replicas {

@@ -30,6 +30,13 @@ type Index interface {
 	Erase(ctx context.Context, seq int64) error
 }
 
+// FileEraser removes an attachment from a store the nodes share so that
+// its bytes leave it; one it does not hold is no error. *cluster.Node
+// implements it.
+type FileEraser interface {
+	EraseFile(ctx context.Context, sha string) error
+}
+
 // Applier makes this node's files hold no trace of an erased event. Its
 // fields are what the node has; a nil one is skipped. Apply may be called
 // from any goroutine; applies run one at a time.
@@ -43,6 +50,9 @@ type Applier struct {
 	Index Index
 	// Attachments is the local attachment store.
 	Attachments *attachments.Store
+	// Shared is the store every node shares (a cluster's object store),
+	// if any: an attachment no other message refers to leaves it too.
+	Shared FileEraser
 	// Memory holds short_term.md (and long_term.md of older versions).
 	Memory *memory.Store
 	// Logger gets what each apply did. Default slog.Default().
@@ -211,6 +221,11 @@ func (a *Applier) removeAttachments(ctx context.Context, seq int64, atts []event
 	n := 0
 	var errs []error
 	for h := range left {
+		if a.Shared != nil {
+			if err := a.Shared.EraseFile(ctx, h); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if err := a.Attachments.Remove(h); err != nil {
 			errs = append(errs, err)
 			continue

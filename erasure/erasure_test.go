@@ -94,7 +94,8 @@ func TestApplyRidsTheFiles(t *testing.T) {
 		t.Fatalf("before: %v hits, %v", res.Hits, err)
 	}
 
-	a := &erasure.Applier{Log: l, AuditDir: audit, Index: f, Attachments: store, Memory: mem}
+	sharedStore := &fileEraser{}
+	a := &erasure.Applier{Log: l, AuditDir: audit, Index: f, Attachments: store, Memory: mem, Shared: sharedStore}
 	d := event.ErasedOf(secret, "web")
 	st, err := a.ApplyStats(ctx, d)
 	if err != nil || !st.Found || st.Rewritten.Files != 2 || st.Attachments != 1 || st.Memory != 1 {
@@ -105,6 +106,9 @@ func TestApplyRidsTheFiles(t *testing.T) {
 	}
 	if _, err := store.Stat(shared.SHA256); err != nil {
 		t.Errorf("the attachment another message shares was removed: %v", err)
+	}
+	if got := strings.Join(sharedStore.erased, " "); got != only.SHA256 {
+		t.Errorf("the nodes' shared store was asked to erase %q, want only the unshared attachment %s", got, only.SHA256)
 	}
 	evs, _, _, err := history.NewReader(path).Range(ctx, history.Bound{}, history.Bound{}, 0)
 	if err != nil || len(evs) != 2 || !event.IsTombstone(evs[0]) || event.IsTombstone(evs[1]) {
@@ -119,4 +123,13 @@ func TestApplyRidsTheFiles(t *testing.T) {
 			t.Errorf("Apply(%d) again = %+v, %v; want nothing found or rewritten", again.Seq, st, err)
 		}
 	}
+}
+
+// fileEraser records what the shared store (a cluster's object store) is
+// asked to erase.
+type fileEraser struct{ erased []string }
+
+func (f *fileEraser) EraseFile(_ context.Context, sha string) error {
+	f.erased = append(f.erased, sha)
+	return nil
 }
