@@ -122,7 +122,7 @@ func TestBinaryEraseLeavesNoTrace(t *testing.T) {
 	if len(parts) == 0 {
 		t.Fatal("the chat log did not rotate")
 	}
-	gzipFile(t, parts[0]) // the oldest part, holding the secret, as logrotate leaves it
+	testio.GzipFile(t, parts[0]) // the oldest part, holding the secret, as logrotate leaves it
 	// Before the erase the word is everywhere the test means to look.
 	held := strings.Join(filesHolding(t, data, secret), " ")
 	for _, want := range []string{".ndjson.gz", "audit/", "short_term.md", "items.json", "attachments/", "search.db"} {
@@ -150,24 +150,6 @@ func TestBinaryEraseLeavesNoTrace(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	checkErasedEverywhere(t, p.url, dir, seqs, secret)
-}
-
-func gzipFile(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	if err := os.WriteFile(path+".gz", buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkErasedEverywhere: /api/history/range, `frontdesk history range`

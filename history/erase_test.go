@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -11,26 +10,8 @@ import (
 	"testing"
 
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
-
-// gzipPart replaces a rotated part with its .gz, as lumberjack's
-// compression (or an operator) would.
-func gzipPart(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	if err := os.WriteFile(path+".gz", buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	os.Remove(path)
-	return path + ".gz"
-}
 
 // fileText is a file's text, decompressed if it is a .gz.
 func fileText(t *testing.T, path string) string {
@@ -73,7 +54,7 @@ func TestEraseRewritesTheFileThatHoldsTheSeq(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("got %d files, want 3 or more", len(files))
 	}
-	files[0] = gzipPart(t, files[0])
+	files[0] = testio.GzipFile(t, files[0])
 	before := map[string]string{}
 	for _, f := range files {
 		before[f] = fileText(t, f)

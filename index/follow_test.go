@@ -2,7 +2,6 @@ package index_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testio"
 )
 
 // chatLog is a real chat log in a temp dir, written the way the server
@@ -177,24 +177,6 @@ func docs(t *testing.T, dir string) index.Stats {
 	return st
 }
 
-func gzipPart(t *testing.T, plain string) {
-	t.Helper()
-	b, err := os.ReadFile(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	if err := os.WriteFile(plain+".gz", buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(plain); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestFollowerCatchesUpAcrossPartsAndFollows(t *testing.T) {
 	t.Parallel() // independent: its own data directory
 	dir := t.TempDir()
@@ -211,7 +193,7 @@ func TestFollowerCatchesUpAcrossPartsAndFollows(t *testing.T) {
 	}
 	for _, p := range parts {
 		if p != c.path {
-			gzipPart(t, p) // the oldest
+			testio.GzipFile(t, p) // the oldest
 			break
 		}
 	}
@@ -263,7 +245,7 @@ func TestFollowerWhileLogRotatesAndIsGzipped(t *testing.T) {
 			parts, _ := history.Parts(c.path)
 			for _, p := range parts {
 				if !strings.HasSuffix(p, ".gz") && p != c.path {
-					gzipPart(t, p)
+					testio.GzipFile(t, p)
 				}
 			}
 		}

@@ -75,3 +75,29 @@ func GetJSON(t testing.TB, url string, v any) int {
 	}
 	return resp.StatusCode
 }
+
+// GzipFile replaces the file at path with path.gz, its content gzipped
+// (a rotated chat-log part as lumberjack's compression, or an operator,
+// leaves it), and returns the new path.
+func GzipFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".gz", buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	return path + ".gz"
+}
