@@ -464,25 +464,23 @@ func (n *Node) bindStream(ctx context.Context) error {
 const denyDeleteText = "cluster: the log stream was made before frontdesk erased messages (deny_delete set, which NATS cannot clear): " +
 	"an erased message is erased from every node's files but stays in the stream's own store"
 
-func (n *Node) bindLease(ctx context.Context) error {
-	kv, err := n.js.KeyValue(ctx, LeaseBucket)
+func (n *Node) bindLease(ctx context.Context) (err error) {
+	// The bucket TTL, not a per-key TTL: per-key TTLs are whole seconds
+	// and a plain Update drops them.
+	n.kv, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket,
+		Description: "frontdesk lease: who runs the turns", TTL: n.cfg.LeaseTTL})
+	return err
+}
+
+// bucket binds the KV bucket cfg names, creating it as cfg says (one value
+// a key, on file, on the cluster's replicas) when it is missing.
+func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := n.js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		// The bucket TTL, not a per-key TTL: per-key TTLs are whole seconds
-		// and a plain Update drops them.
-		kv, err = n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      LeaseBucket,
-			Description: "frontdesk lease: who runs the turns",
-			TTL:         n.cfg.LeaseTTL,
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    n.replicas,
-		})
+		cfg.History, cfg.Storage, cfg.Replicas = 1, jetstream.FileStorage, n.replicas
+		kv, err = n.js.CreateKeyValue(ctx, cfg)
 	}
-	if err != nil {
-		return err
-	}
-	n.kv = kv
-	return nil
+	return kv, err
 }
 
 func (n *Node) bindFiles(ctx context.Context) error {

@@ -84,19 +84,22 @@ func (n *Node) compactLocal() {
 // replica that had not applied the delete yet the first time. Only an
 // embedded clustered server has a replication log frontdesk can reach.
 func (n *Node) compactLoop(stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }() // ends with stop: Close closes it
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-n.compactReq:
 		}
-		n.snapshotReplica(stop)
+		n.snapshotStored(ctx, n.stream, LogStream)
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-time.After(compactAgain):
 		}
-		n.snapshotReplica(stop)
+		n.snapshotStored(ctx, n.stream, LogStream)
 	}
 }
 
@@ -106,27 +109,28 @@ const (
 	compactAgain = 300 * time.Millisecond
 )
 
-func (n *Node) snapshotReplica(stop <-chan struct{}) {
+// snapshotStored snapshots this node's replica of stream s (named name)
+// once every online replica has stored what its leader has — waiting at
+// most compactWait — so that its Raft log drops what was deleted, until
+// ctx ends.
+func (n *Node) snapshotStored(ctx context.Context, s jetstream.Stream, name string) {
 	deadline := time.Now().Add(compactWait)
-	for !n.replicasStored() && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
+		ictx, cancel := context.WithTimeout(ctx, apiTimeout)
+		info, err := s.Info(ictx)
+		cancel()
+		if err == nil && replicasCurrent(info) {
+			break
+		}
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := n.srv.JetStreamSnapshotStream(globalAccount, LogStream); err != nil {
-		n.log.Warn("cluster: snapshot this node's replica of the log stream after an erase", "err", err)
+	if err := n.srv.JetStreamSnapshotStream(globalAccount, name); err != nil {
+		n.log.Warn("cluster: snapshot this node's replica after an erase", "stream", name, "err", err)
 	}
-}
-
-// replicasStored reports whether every online replica of the log stream
-// has stored all the leader has.
-func (n *Node) replicasStored() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	defer cancel()
-	info, err := n.stream.Info(ctx)
-	return err == nil && replicasCurrent(info)
 }
 
 // replicasCurrent reports whether every online replica of the stream
@@ -196,20 +200,8 @@ func (n *Node) Interior(ctx context.Context, seq int64) (event.Event, error) {
 	return event.Tombstone(d), nil
 }
 
-func (n *Node) bindErased(ctx context.Context) error {
-	kv, err := n.js.KeyValue(ctx, ErasedBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      ErasedBucket,
-			Description: "frontdesk erasures: what stands where an erased event was in the log stream",
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    n.replicas,
-		})
-	}
-	if err != nil {
-		return err
-	}
-	n.erased = kv
-	return nil
+func (n *Node) bindErased(ctx context.Context) (err error) {
+	n.erased, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: ErasedBucket,
+		Description: "frontdesk erasures: what stands where an erased event was in the log stream"})
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -28,7 +27,7 @@ func (n *Node) EraseFile(ctx context.Context, sha string) error {
 	}
 	// Whoever deleted the chunks, this node's replica drops them from its
 	// Raft log only when it snapshots, once it has stored the deletes.
-	defer n.snapshotFiles(ctx, s)
+	defer n.snapshotStored(ctx, s, filesStream)
 	info, err := n.files.GetInfo(ctx, sha)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil
@@ -48,21 +47,6 @@ func (n *Node) EraseFile(ctx context.Context, sha string) error {
 		return fmt.Errorf("cluster: erase file %s: %w", sha, err)
 	}
 	return nil
-}
-
-// snapshotFiles snapshots this node's replica of the files stream once
-// every online replica has stored what its leader has (up to compactWait).
-func (n *Node) snapshotFiles(ctx context.Context, s jetstream.Stream) {
-	deadline := time.Now().Add(compactWait)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if info, err := s.Info(ctx); err == nil && replicasCurrent(info) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := n.srv.JetStreamSnapshotStream(globalAccount, filesStream); err != nil {
-		n.log.Warn("cluster: snapshot this node's replica of the files stream after an erase", "err", err)
-	}
 }
 
 // chunkSeqs returns the stream seqs of the chunks of the object info

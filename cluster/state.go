@@ -134,21 +134,8 @@ func (n *Node) WatchState(ctx context.Context, key string, fn func()) error {
 	}
 }
 
-func (n *Node) bindState(ctx context.Context) error {
-	kv, err := n.js.KeyValue(ctx, StateBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = n.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:       StateBucket,
-			Description:  "frontdesk holder state: schedules, email cursor",
-			History:      1,
-			Storage:      jetstream.FileStorage,
-			Replicas:     n.replicas,
-			MaxValueSize: MaxEventBytes,
-		})
-	}
-	if err != nil {
-		return err
-	}
-	n.state = kv
-	return nil
+func (n *Node) bindState(ctx context.Context) (err error) {
+	n.state, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: StateBucket,
+		Description: "frontdesk holder state: schedules, email cursor", MaxValueSize: MaxEventBytes})
+	return err
 }
