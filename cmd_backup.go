@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/frontdesk-hq/frontdesk/backup"
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/datadir"
 )
 
@@ -50,7 +51,7 @@ func runBackup(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return errors.New("backup: missing -o FILE.tar.gz (see frontdesk backup -h)")
 	}
-	cfg, err := loadConfig(*cfgPath, "", *dataDir)
+	cfg, err := config.ForCommand(*cfgPath, "", *dataDir)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func runRestore(args []string, stdout, stderr io.Writer) error {
 	case len(files) > 1:
 		return fmt.Errorf("restore: unexpected argument %q (see frontdesk restore -h)", files[1])
 	}
-	cfg, err := loadConfig(*cfgPath, "", *dataDir)
+	cfg, err := config.ForCommand(*cfgPath, "", *dataDir)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/frontdesk-hq/frontdesk/config"
 )
 
 const healthcheckUsage = `usage: frontdesk healthcheck [-addr HOST:PORT] [-config FILE]
@@ -41,7 +43,7 @@ func runHealthcheck(ctx context.Context, args []string, getenv func(string) stri
 	if fl.NArg() > 0 {
 		return fmt.Errorf("healthcheck: unexpected argument %q (see frontdesk healthcheck -h)", fl.Arg(0))
 	}
-	cfg, err := loadConfig(*cfgPath, *addr, "")
+	cfg, err := config.ForCommand(*cfgPath, *addr, "")
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func runHistory(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return fmt.Errorf("history %s: unexpected argument %q (see frontdesk history -h)", name, words[0])
 	}
 
-	cfg, err := loadConfig(*cfgPath, "", *dataDir)
+	cfg, err := config.ForCommand(*cfgPath, "", *dataDir)
 	if err != nil {
 		return err
 	}

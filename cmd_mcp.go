@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/datadir"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/mcp"
@@ -36,7 +37,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if fl.NArg() > 0 {
 		return fmt.Errorf("mcp: unexpected argument %q (see frontdesk mcp -h)", fl.Arg(0))
 	}
-	cfg, err := loadConfig(*cfgPath, "", *dataDir)
+	cfg, err := config.ForCommand(*cfgPath, "", *dataDir)
 	if err != nil {
 		return err
 	}

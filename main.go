@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	}
 
-	cfg, err := loadConfig(*cfgPath, *addr, *dataDir)
+	cfg, err := config.ForCommand(*cfgPath, *addr, *dataDir)
 	if err != nil {
 		return err
 	}
@@ -112,28 +112,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	logs := console.NewLogSink(stderr)
 	logger := logging.Setup(cfg, getenv, logs)
 	return serve(ctx, cfg, token, logger, logs, stdin, stdout, getenv)
-}
-
-func loadConfig(path, addr, dataDir string) (config.Config, error) {
-	optional := path == ""
-	if optional {
-		path = "config.yaml"
-	}
-	cfg, err := config.Load(path, optional)
-	if err != nil {
-		return cfg, err
-	}
-	if addr != "" {
-		cfg.Server.Addr = addr
-	}
-	if dataDir != "" {
-		cfg.DataDir = dataDir
-	}
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("invalid config:\n%w", err)
-	}
-	return cfg, nil
 }
 
 // checkExposure refuses to listen beyond loopback without a token.

@@ -115,6 +115,31 @@ func Defaults() Config {
 	}
 }
 
+// ForCommand is the config a command runs with: path (config.yaml in the
+// working directory, if there is one, when path is empty), then -addr and
+// -data when set, resolved and validated.
+func ForCommand(path, addr, dataDir string) (Config, error) {
+	optional := path == ""
+	if optional {
+		path = "config.yaml"
+	}
+	cfg, err := Load(path, optional)
+	if err != nil {
+		return cfg, err
+	}
+	if addr != "" {
+		cfg.Server.Addr = addr
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid config:\n%w", err)
+	}
+	return cfg, nil
+}
+
 // Load reads path over Defaults. An empty path, or a missing file when
 // optional is true, yields the defaults. The result is not yet validated.
 func Load(path string, optional bool) (Config, error) {

@@ -38,7 +38,7 @@ func TestContribClusterFiles(t *testing.T) {
 	ports := map[string]string{}
 	routes := map[string][]string{}
 	for _, n := range names {
-		cfg, err := loadNodeConfig(filepath.Join("..", "contrib", "cluster", n+".yaml"), "", t.TempDir())
+		cfg, err := config.ForCommand(filepath.Join("..", "contrib", "cluster", n+".yaml"), "", t.TempDir())
 		if err != nil {
 			t.Fatalf("%s.yaml: %v", n, err)
 		}
@@ -106,7 +106,7 @@ func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
 		if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := loadNodeConfig(p, "", "")
+		cfg, err := config.ForCommand(p, "", "")
 		if err != nil {
 			t.Fatalf("README %s.yaml: %v", name, err)
 		}
@@ -134,21 +134,4 @@ func TestReadmeThreeNodesOnOneMachine(t *testing.T) {
 			t.Errorf("README %s.yaml: routes %q, want %q", name, n.routes, want)
 		}
 	}
-}
-
-// loadNodeConfig reads a node's config as the binary does (frontdesk
-// -config path -data dataDir).
-func loadNodeConfig(path, addr, dataDir string) (config.Config, error) {
-	cfg, err := config.Load(path, false)
-	if err != nil {
-		return cfg, err
-	}
-	if addr != "" {
-		cfg.Server.Addr = addr
-	}
-	if dataDir != "" {
-		cfg.DataDir = dataDir
-	}
-	cfg.Resolve()
-	return cfg, cfg.Validate()
 }
