@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -202,50 +201,21 @@ func holds(r io.Reader, seq int64, line []byte) (bool, error) {
 // replaced, makes it durable and renames it over path. It returns the
 // bytes written (uncompressed).
 func rewrite(path string, perm os.FileMode, gz bool, r io.Reader, seq int64, line []byte) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".erase-*")
-	if err != nil {
-		return 0, err
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	var n int64
+	err := atomicfile.WriteFunc(path, perm, func(w io.Writer) error {
+		if !gz {
+			var err error
+			n, err = copyReplacing(w, r, seq, line)
+			return err
 		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		return 0, err
-	}
-	bw := bufio.NewWriterSize(tmp, 64<<10)
-	var w io.Writer = bw
-	var zw *gzip.Writer
-	if gz {
-		zw = gzip.NewWriter(bw)
-		w = zw
-	}
-	n, err := copyReplacing(w, r, seq, line)
-	if err != nil {
-		return n, err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return n, err
+		zw := gzip.NewWriter(w)
+		var err error
+		if n, err = copyReplacing(zw, r, seq, line); err != nil {
+			return err
 		}
-	}
-	if err := bw.Flush(); err != nil {
-		return n, err
-	}
-	if err := tmp.Sync(); err != nil {
-		return n, err
-	}
-	if err := tmp.Close(); err != nil {
-		return n, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return n, err
-	}
-	done = true
-	return n, atomicfile.SyncDir(filepath.Dir(path))
+		return zw.Close()
+	})
+	return n, err
 }
 
 // copyReplacing copies r's lines to w, line in place of seq's.
