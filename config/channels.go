@@ -18,6 +18,9 @@ type Channels struct {
 type Console struct {
 	// Enabled is auto | true | false. Default auto.
 	Enabled string `yaml:"enabled"`
+	// Person is who types at the terminal: a people id. Default the
+	// first admin in people (or the implicit owner).
+	Person string `yaml:"person"`
 }
 
 // Webhook configures POST /api/messages.

@@ -40,6 +40,10 @@ type Config struct {
 	Schedules Schedules `yaml:"schedules"`
 	// Cluster: see cluster.go.
 	Cluster Cluster `yaml:"cluster"`
+	// People and Auth: see people.go. No people: one implicit person,
+	// "owner", with every permission.
+	People []Person `yaml:"people"`
+	Auth   Auth     `yaml:"auth"`
 }
 
 // Log configures frontdesk's own log: every line goes through one slog
@@ -112,6 +116,9 @@ func Defaults() Config {
 		Schedules: scheduleDefaults(),
 
 		Cluster: clusterDefaults(),
+
+		People: []Person{},
+		Auth:   Auth{SessionDays: 30, TrustedProxy: TrustedProxy{From: []string{}}, OIDC: OIDC{Scopes: []string{"email", "profile"}}},
 	}
 }
 
@@ -296,6 +303,7 @@ func (c *Config) Validate() error {
 	c.validateAttachments(bad)
 	c.validateSchedules(bad)
 	c.validateCluster(bad)
+	c.validatePeople(bad)
 	if c.MCP.ApprovalTimeoutSec < 1 || c.MCP.ApprovalTimeoutSec > 86400 {
 		bad("mcp.approval_timeout_sec", "%d: use 1 to 86400 seconds (default 300)", c.MCP.ApprovalTimeoutSec)
 	}

@@ -28,6 +28,15 @@ type MCP struct {
 	// (history, schedules) included: the servers' tools past it are left
 	// out, in the order of Servers. 1 to 1024; default 128 (OpenAI's limit).
 	MaxTools int `yaml:"max_tools"`
+	// Approvals: who may answer an approval request.
+	Approvals MCPApprovals `yaml:"approvals"`
+}
+
+// MCPApprovals is mcp.approvals.
+type MCPApprovals struct {
+	// NotSelf refuses an answer from the person whose turn asked for the
+	// tool call: someone else must approve it. Default false.
+	NotSelf bool `yaml:"not_self"`
 }
 
 // MCPServer is one MCP server the assistant uses: a stdio command or a

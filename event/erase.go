@@ -15,8 +15,12 @@ const Erased Type = "erased"
 // are the erased event's own, so that any node — even one that finds only
 // a hole where the event was — writes the same tombstone.
 type ErasedData struct {
-	Seq     int64  `json:"seq"`
-	By      string `json:"by"`
+	Seq int64  `json:"seq"`
+	By  string `json:"by"`
+	// Person is the people id of whoever erased it (also on tombstones'
+	// source: not written into the tombstone, which every node rebuilds
+	// from the erased event alone).
+	Person  string `json:"person,omitempty"`
 	Type    Type   `json:"type"`
 	TS      Time   `json:"ts"`
 	Turn    string `json:"turn,omitempty"`

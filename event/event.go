@@ -49,7 +49,7 @@ const (
 // Persisted reports whether events of type t are written to the chat log.
 func (t Type) Persisted() bool {
 	switch t {
-	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart, MemoryChanged, Erased:
+	case User, Assistant, ToolCall, ToolResult, TurnEnd, Notice, Reset, ApprovalRequest, ApprovalResult, TurnStart, MemoryChanged, Erased, PersonChanged:
 		return true
 	}
 	return false
@@ -156,6 +156,11 @@ type UserData struct {
 	Queued bool `json:"queued,omitempty"`
 	// ScheduleID names the schedule that fired this input (channel schedule).
 	ScheduleID string `json:"schedule_id,omitempty"`
+	// Person is who sent it (a people id), set by the server from the
+	// credential, the terminal's person, the sender's address or account;
+	// absent when the door knows nobody (an allowed but unmapped sender).
+	// From stays the door's own label and never sets it.
+	Person string `json:"person,omitempty"`
 }
 
 // Attachment is a file stored by content (data_dir/attachments) and
@@ -180,6 +185,8 @@ type TextData struct {
 	// By says who cancelled, on the notice of a cancelled turn: a channel
 	// (web, console, …), "api", "reset", or "" when unknown.
 	By string `json:"by,omitempty"`
+	// Person is the people id of whoever cancelled, on that notice.
+	Person string `json:"person,omitempty"`
 }
 
 // ToolCallData is the payload of a tool_call event.
@@ -229,6 +236,8 @@ type TurnEndData struct {
 type ResetData struct {
 	Reason string `json:"reason"`
 	Kept   int    `json:"kept"`
+	// Person is who reset (a people id); absent for an idle reset.
+	Person string `json:"person,omitempty"`
 }
 
 // ConnectedData is the payload of the first frame on a connection.
@@ -247,6 +256,18 @@ type ConnectedData struct {
 	// a client can refuse a file before uploading it; absent without a store.
 	AttachmentsMaxBytes      int64 `json:"attachments_max_bytes,omitempty"`
 	AttachmentsMaxPerMessage int   `json:"attachments_max_per_message,omitempty"`
+	// You is who this connection signed in as.
+	You *You `json:"you,omitempty"`
+}
+
+// You is a signed-in person as their own client sees them: connected.you
+// and GET /api/me.
+type You struct {
+	Person      string   `json:"person"`
+	Name        string   `json:"name"`
+	Role        string   `json:"role,omitempty"` // "" when the person lists permissions
+	Kind        string   `json:"kind,omitempty"` // "service" for a script or bridge
+	Permissions []string `json:"permissions"`
 }
 
 // SyncedData ends a replay. Gapless is false when the client did not get
@@ -334,6 +355,9 @@ type ApprovalResultData struct {
 	ID       string `json:"id"`
 	Decision string `json:"decision"`
 	By       string `json:"by"`
+	// Person is the people id of whoever answered (absent for a timeout,
+	// cancel, shutdown or restart).
+	Person string `json:"person,omitempty"`
 }
 
 // Memory change actions (MemoryChangedData.Action).
@@ -363,4 +387,7 @@ type MemoryChangedData struct {
 	Source string `json:"source,omitempty"`
 	Door   string `json:"door,omitempty"`
 	From   string `json:"from,omitempty"`
+	// Person is the people id behind the change: who made it at a door,
+	// or, on the agent's saves, the person whose turn it was.
+	Person string `json:"person,omitempty"`
 }

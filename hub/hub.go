@@ -95,6 +95,11 @@ var _ Index = (*index.Follower)(nil)
 type Config struct {
 	// DataDir holds session.json. Required.
 	DataDir string
+	// Gate decides what each Actor may do (people). nil allows everything.
+	Gate Gate
+	// ApprovalsNotSelf refuses an approval answer from the person whose
+	// turn asked for the call (mcp.approvals.not_self).
+	ApprovalsNotSelf bool
 	// BusyPolicy is PolicyReject (default), PolicyQueue or PolicyInterrupt.
 	BusyPolicy string
 	// RetainExchanges sizes the chat ring. Default 20.
@@ -222,6 +227,10 @@ type Input struct {
 	Attachments []event.Attachment
 	// ScheduleID names the schedule that fired this input (channel schedule).
 	ScheduleID string
+	// Person is who sent it (Actor.Person); SignedIn as Actor.SignedIn.
+	// Submit asks the Gate for talk when Person is set.
+	Person   string
+	SignedIn bool
 }
 
 // Outcome says what Submit did with an input.
