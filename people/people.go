@@ -6,6 +6,7 @@
 package people
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -197,4 +198,38 @@ func says(perm string) string {
 		return "manage people and credentials"
 	}
 	return perm
+}
+
+// Who is the person behind an HTTP request or a WebSocket, as the web
+// guard found them. Doors turn it into a hub.Actor.
+type Who struct {
+	Person *Person
+	// Credential is the public id of the token or session used ("" for
+	// the shared server.auth_token, a trusted proxy's header, or a server
+	// that asks for no credential).
+	Credential string
+	// Via is how: token, session, shared, proxy or open.
+	Via string
+}
+
+// Actor is w at door: signed in, since the guard checked a credential.
+func (w Who) Actor(door string) hub.Actor {
+	if w.Person == nil {
+		return hub.Actor{Door: door}
+	}
+	return hub.Actor{Door: door, Person: w.Person.ID, SignedIn: true}
+}
+
+type whoKey struct{}
+
+// NewContext returns ctx carrying w (the web guard sets it on every
+// request it lets through).
+func NewContext(ctx context.Context, w Who) context.Context {
+	return context.WithValue(ctx, whoKey{}, w)
+}
+
+// FromContext returns the Who the guard set; ok is false when none was.
+func FromContext(ctx context.Context) (w Who, ok bool) {
+	w, ok = ctx.Value(whoKey{}).(Who)
+	return w, ok
 }
