@@ -94,15 +94,28 @@ func (rp *relyingParty) atCallback(r *http.Request) bool {
 	return r.URL.Host == strings.TrimPrefix(rp.srv.URL, "http://") && r.URL.Path == "/auth/oidc/callback"
 }
 
+// answer signs ann in with b up to the provider's redirect to the
+// callback and returns that redirect's URL, unused.
+func (rp *relyingParty) answer(t *testing.T, b *userAgent) *url.URL {
+	t.Helper()
+	b.stop = rp.atCallback
+	resp, _ := b.signInAt(t, rp.srv.URL, "ann")
+	loc, err := resp.Location()
+	if resp.StatusCode != http.StatusFound || err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("provider answered %d %v %v, want a redirect to the callback with a code", resp.StatusCode, loc, err)
+	}
+	return loc
+}
+
 // wantRefused checks a sign-in ended on a page with status and words,
 // with no session and nothing stored (st holds exactly keep).
 func wantRefused(t *testing.T, rp *relyingParty, b *userAgent, st *auth.Store, resp *http.Response, body string, status int, words string, keep int) {
 	t.Helper()
 	if resp.StatusCode != status || !strings.Contains(body, words) {
-		t.Errorf("got %d %q, want %d with %q", resp.StatusCode, body, status, words)
+		t.Errorf("got %d %.300q, want %d with %q", resp.StatusCode, body, status, words)
 	}
 	if !strings.Contains(body, "Nothing was stored") {
-		t.Errorf("the page does not say nothing was stored: %q", body)
+		t.Errorf("the page does not say nothing was stored: %.300q", body)
 	}
 	if c, ok := rp.session(b, st); ok {
 		t.Errorf("refused, yet signed in as %s", c.Person)
@@ -161,6 +174,13 @@ func TestOIDCSignIn(t *testing.T) {
 		}
 	})
 
+}
+
+// TestOIDCRefusals: whom the provider vouches for but frontdesk does not
+// know is refused on a page, and nothing is stored.
+func TestOIDCRefusals(t *testing.T) {
+	rp := startRelyingParty(t)
+
 	t.Run("a stranger is refused", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
 		b := newUserAgent(t)
@@ -189,6 +209,12 @@ func TestOIDCSignIn(t *testing.T) {
 		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "is a service", 0)
 	})
 
+}
+
+// TestOIDCBinding: once matched, issuer+subject decide, not the address.
+func TestOIDCBinding(t *testing.T) {
+	rp := startRelyingParty(t)
+
 	t.Run("the binding outlives the address", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
 		b := newUserAgent(t)
@@ -206,6 +232,16 @@ func TestOIDCSignIn(t *testing.T) {
 			t.Fatalf("session %+v (ok %v), want ann's by the binding", c, ok)
 		}
 	})
+
+	t.Run("bound to someone no longer in people", func(t *testing.T) {
+		st := rp.use(oidcCase{people: oidcPeople})
+		if _, err := st.Bind("gone", auth.OIDCKey(rp.issuer, "sub-ann")); err != nil {
+			t.Fatal(err)
+		}
+		b := newUserAgent(t)
+		resp, body := b.signInAt(t, rp.srv.URL, "ann")
+		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "no longer listed in people", 1)
+	})
 }
 
 // TestOIDCCallbackRefusals tampers with the provider's answer: each is
@@ -213,23 +249,10 @@ func TestOIDCSignIn(t *testing.T) {
 func TestOIDCCallbackRefusals(t *testing.T) {
 	rp := startRelyingParty(t)
 
-	// answer signs ann in up to the provider's redirect to the callback
-	// and returns that redirect's URL.
-	answer := func(t *testing.T, b *userAgent) *url.URL {
-		t.Helper()
-		b.stop = rp.atCallback
-		resp, _ := b.signInAt(t, rp.srv.URL, "ann")
-		loc, err := resp.Location()
-		if resp.StatusCode != http.StatusFound || err != nil || loc.Query().Get("code") == "" {
-			t.Fatalf("provider answered %d %v %v, want a redirect to the callback with a code", resp.StatusCode, loc, err)
-		}
-		return loc
-	}
-
 	t.Run("a tampered state", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
 		b := newUserAgent(t)
-		loc := answer(t, b)
+		loc := rp.answer(t, b)
 		q := loc.Query()
 		q.Set("state", q.Get("state")+"x")
 		loc.RawQuery = q.Encode()
@@ -240,7 +263,7 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 	t.Run("a replayed callback", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
 		b := newUserAgent(t)
-		loc := answer(t, b)
+		loc := rp.answer(t, b)
 		b.stop = nil
 		if resp, body := b.get(t, loc.String()); resp.StatusCode != http.StatusOK {
 			t.Fatalf("first use: %d %s", resp.StatusCode, body)
@@ -260,7 +283,7 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 
 	t.Run("a stolen code in another browser's flow", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
-		loc := answer(t, newUserAgent(t)) // the victim's code, never used
+		loc := rp.answer(t, newUserAgent(t)) // the victim's code, never used
 		// The thief starts a flow of their own, then presents the
 		// victim's code under the thief's own state: PKCE refuses it.
 		thief := newUserAgent(t)
@@ -274,6 +297,13 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 		wantRefused(t, rp, thief, st, resp, body, http.StatusBadGateway, "did not accept the sign-in", 0)
 	})
 
+}
+
+// TestOIDCProviderAnswers: an error from the provider, an ID token for
+// another flow, a flow too old — each a page, nothing stored.
+func TestOIDCProviderAnswers(t *testing.T) {
+	rp := startRelyingParty(t)
+
 	t.Run("the provider says access_denied", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
 		b := newUserAgent(t)
@@ -285,10 +315,34 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, `answered &#34;access_denied&#34;: &lt;b&gt;no&lt;/b&gt;`, 0)
 	})
 
+	t.Run("an ID token for another nonce", func(t *testing.T) {
+		st := rp.use(oidcCase{people: oidcPeople})
+		b := newUserAgent(t)
+		loc := rp.answer(t, b)
+		// The flow in the browser expects another nonce than the one the
+		// provider put in the ID token: what a replayed token looks like.
+		u, _ := url.Parse(rp.srv.URL + "/auth/oidc/")
+		var flow map[string]any
+		for _, c := range b.Jar.Cookies(u) {
+			if c.Name == "frontdesk_oidc" {
+				raw, _ := base64.RawURLEncoding.DecodeString(c.Value)
+				_ = json.Unmarshal(raw, &flow)
+			}
+		}
+		if flow == nil {
+			t.Fatal("no flow cookie in the browser")
+		}
+		flow["n"] = "another-nonce"
+		raw, _ := json.Marshal(flow)
+		b.Jar.SetCookies(u, []*http.Cookie{{Name: "frontdesk_oidc", Value: base64.RawURLEncoding.EncodeToString(raw), Path: "/auth/oidc/"}})
+		resp, body := b.get(t, loc.String())
+		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "nonce is not the one", 0)
+	})
+
 	t.Run("an expired flow", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople})
 		b := newUserAgent(t)
-		loc := answer(t, b)
+		loc := rp.answer(t, b)
 		// The browser still holds the flow, but it ended ten minutes
 		// after it began (here: long ago).
 		flow, _ := json.Marshal(map[string]any{"s": loc.Query().Get("state"), "n": "n", "v": "v", "e": 1})
