@@ -299,6 +299,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Logger:             logger,
 	})
 	registry.MustRegister(a.ws.Collectors()...)
+	oidcSecret, _ := cfg.OIDCClientSecret(getenv) // OIDC (issue 29, branch oidc)
 	a.handler = web.Handler(a.hub, web.Options{
 		Addr:           cfg.Server.Addr,
 		Token:          token,
@@ -315,6 +316,11 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
 		Cluster:            clusterStatusFunc(a, node),
+
+		// Sign-in with an OIDC provider (issue 29, branch oidc): mounted
+		// once People and Credentials are set too. main checked the secret.
+		Auth:             cfg.Auth,
+		OIDCClientSecret: oidcSecret,
 	})
 	return a, nil
 }
