@@ -384,3 +384,30 @@ func TestOIDCLoginRedirect(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCProviderDown: a provider that does not answer is a page at
+// sign-in, not a failure to start; nothing is stored.
+func TestOIDCProviderDown(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	issuer := gone.URL
+	gone.Close()
+	e := start(t, web.Options{}, &agent.Demo{})
+	st, err := auth.New(auth.Memory{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.Handler(e.hub, web.Options{
+		WS: http.NotFoundHandler(), People: people.New(oidcPeople), Credentials: st,
+		Auth: config.Auth{SessionDays: 30, OIDC: config.OIDC{Issuer: issuer, ClientID: "frontdesk",
+			RedirectURL: "http://127.0.0.1/auth/oidc/callback"}},
+	}))
+	defer srv.Close()
+	b := newUserAgent(t)
+	resp, body := b.get(t, srv.URL+"/auth/oidc/login")
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "did not answer") || !strings.Contains(body, issuer) {
+		t.Errorf("got %d %.300q, want 502 naming %s", resp.StatusCode, body, issuer)
+	}
+	if got := st.List(""); len(got) != 0 {
+		t.Errorf("store holds %+v", got)
+	}
+}
