@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -58,7 +59,7 @@ func buildOIDCOP(t *testing.T) string {
 	goCmd := func(args ...string) {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod -buildvcs=false")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Skipf("cannot build the zitadel example OpenID provider (%s) — go %s: %v\n%s",
 				zitadelVersion, strings.Join(args, " "), err, out)
@@ -85,7 +86,8 @@ func startOIDCOP(t *testing.T, redirect string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	var logs bytes.Buffer // read only after Wait
+	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +100,9 @@ func startOIDCOP(t *testing.T, redirect string) string {
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
+		}
+		if t.Failed() {
+			t.Logf("the provider's log:\n%s", logs.String())
 		}
 	})
 	line := make(chan string, 1)
