@@ -299,7 +299,6 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Logger:             logger,
 	})
 	registry.MustRegister(a.ws.Collectors()...)
-	oidcSecret, _ := cfg.OIDCClientSecret(getenv) // OIDC (issue 29, branch oidc)
 	a.handler = web.Handler(a.hub, web.Options{
 		Addr:           cfg.Server.Addr,
 		Token:          token,
@@ -315,14 +314,16 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
-		Cluster:            clusterStatusFunc(a, node),
-
-		// Sign-in with an OIDC provider (issue 29, branch oidc): mounted
-		// once People and Credentials are set too. main checked the secret.
-		Auth:             cfg.Auth,
-		OIDCClientSecret: oidcSecret,
+		Cluster:            clusterStatusFunc(a, node), Auth: cfg.Auth, OIDCClientSecret: oidcClientSecret(cfg, getenv), // OIDC: issue 29, branch oidc
 	})
 	return a, nil
+}
+
+// oidcClientSecret is auth.oidc's client secret (issue 29, branch oidc);
+// main has refused to start when its variable is named but empty.
+func oidcClientSecret(cfg config.Config, getenv func(string) string) string {
+	s, _ := cfg.OIDCClientSecret(getenv)
+	return s
 }
 
 // warnings is what /healthz reports as reasons while the desk still
