@@ -85,9 +85,13 @@ func newOIDCLogin(o Options) *oidcLogin {
 		cfg: o.Auth.OIDC, secret: o.OIDCClientSecret, people: o.People, creds: o.Credentials,
 		ttl:    time.Duration(days) * 24 * time.Hour,
 		client: &http.Client{Timeout: 15 * time.Second},
-		now:    time.Now,
+		now:    func() time.Time { return oidcNow() },
 	}
 }
+
+// oidcNow is the OIDC sign-in's clock: the flow's age and the ID token's
+// expiry. Only tests change it (oidc_export_test.go).
+var oidcNow = time.Now
 
 // routes mounts the handlers on mux, outside the guard: whoever arrives
 // here is not signed in yet.

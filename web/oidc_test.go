@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/auth"
@@ -105,6 +106,25 @@ func (rp *relyingParty) answer(t *testing.T, b *userAgent) *url.URL {
 		t.Fatalf("provider answered %d %v %v, want a redirect to the callback with a code", resp.StatusCode, loc, err)
 	}
 	return loc
+}
+
+// setFlow rewrites the flow cookie in b's jar with edit.
+func setFlow(t *testing.T, rp *relyingParty, b *userAgent, edit func(map[string]any)) {
+	t.Helper()
+	u, _ := url.Parse(rp.srv.URL + "/auth/oidc/")
+	var flow map[string]any
+	for _, c := range b.Jar.Cookies(u) {
+		if c.Name == "frontdesk_oidc" {
+			raw, _ := base64.RawURLEncoding.DecodeString(c.Value)
+			_ = json.Unmarshal(raw, &flow)
+		}
+	}
+	if flow == nil {
+		t.Fatal("no flow cookie in the browser")
+	}
+	edit(flow)
+	raw, _ := json.Marshal(flow)
+	b.Jar.SetCookies(u, []*http.Cookie{{Name: "frontdesk_oidc", Value: base64.RawURLEncoding.EncodeToString(raw), Path: "/auth/oidc/"}})
 }
 
 // wantRefused checks a sign-in ended on a page with status and words,
@@ -321,22 +341,21 @@ func TestOIDCProviderAnswers(t *testing.T) {
 		loc := rp.answer(t, b)
 		// The flow in the browser expects another nonce than the one the
 		// provider put in the ID token: what a replayed token looks like.
-		u, _ := url.Parse(rp.srv.URL + "/auth/oidc/")
-		var flow map[string]any
-		for _, c := range b.Jar.Cookies(u) {
-			if c.Name == "frontdesk_oidc" {
-				raw, _ := base64.RawURLEncoding.DecodeString(c.Value)
-				_ = json.Unmarshal(raw, &flow)
-			}
-		}
-		if flow == nil {
-			t.Fatal("no flow cookie in the browser")
-		}
-		flow["n"] = "another-nonce"
-		raw, _ := json.Marshal(flow)
-		b.Jar.SetCookies(u, []*http.Cookie{{Name: "frontdesk_oidc", Value: base64.RawURLEncoding.EncodeToString(raw), Path: "/auth/oidc/"}})
+		setFlow(t, rp, b, func(f map[string]any) { f["n"] = "another-nonce" })
 		resp, body := b.get(t, loc.String())
 		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "nonce is not the one", 0)
+	})
+
+	t.Run("an expired ID token", func(t *testing.T) {
+		st := rp.use(oidcCase{people: oidcPeople})
+		b := newUserAgent(t)
+		loc := rp.answer(t, b)
+		// Two hours on, the provider's ID token (one hour) has expired;
+		// the flow cookie is made to last, so only the token is stale.
+		web.SetOIDCClock(t, 2*time.Hour)
+		setFlow(t, rp, b, func(f map[string]any) { f["e"] = time.Now().Add(3 * time.Hour).Unix() })
+		resp, body := b.get(t, loc.String())
+		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "token is expired", 0)
 	})
 
 	t.Run("an expired flow", func(t *testing.T) {
