@@ -430,3 +430,21 @@ func TestOIDCProviderDown(t *testing.T) {
 		t.Errorf("store holds %+v", got)
 	}
 }
+
+// TestOIDCOff: without auth.oidc.issuer there is no /auth/oidc/*.
+func TestOIDCOff(t *testing.T) {
+	e := start(t, web.Options{}, &agent.Demo{})
+	st, err := auth.New(auth.Memory{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.Handler(e.hub, web.Options{WS: http.NotFoundHandler(),
+		People: people.New(oidcPeople), Credentials: st, Auth: config.Auth{SessionDays: 30}}))
+	defer srv.Close()
+	for _, path := range []string{"/auth/oidc/login", "/auth/oidc/callback?code=c&state=s"} {
+		resp, _ := newUserAgent(t).get(t, srv.URL+path)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, resp.StatusCode)
+		}
+	}
+}
