@@ -101,6 +101,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := cfg.CheckAuthToken(getenv); err != nil {
 		return err
 	}
+	// OIDC (issue 29, branch oidc): a client secret variable that is named
+	// must be set, for check-config as for serve.
+	if _, err := cfg.OIDCClientSecret(getenv); err != nil {
+		return err
+	}
 	token := cfg.AuthTokenValue(getenv)
 	if err := checkExposure(cfg.Server.Addr, token, cfg.Server.AuthTokenEnv); err != nil {
 		return err

@@ -314,9 +314,16 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
-		Cluster:            clusterStatusFunc(a, node),
+		Cluster:            clusterStatusFunc(a, node), Auth: cfg.Auth, OIDCClientSecret: oidcClientSecret(cfg, getenv), // OIDC: issue 29, branch oidc
 	})
 	return a, nil
+}
+
+// oidcClientSecret is auth.oidc's client secret (issue 29, branch oidc);
+// main has refused to start when its variable is named but empty.
+func oidcClientSecret(cfg config.Config, getenv func(string) string) string {
+	s, _ := cfg.OIDCClientSecret(getenv)
+	return s
 }
 
 // warnings is what /healthz reports as reasons while the desk still

@@ -14,10 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/frontdesk-hq/frontdesk/auth"
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/memory"
+	"github.com/frontdesk-hq/frontdesk/people"
 )
 
 //go:embed static
@@ -95,6 +98,16 @@ type Options struct {
 	AttachmentMaxBytes int64
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
+
+	// People, Credentials and Auth are who may sign in and how (issue 29).
+	// OIDC sign-in (auth.oidc, /auth/oidc/*) is mounted when
+	// Auth.OIDC.Issuer is set and People and Credentials are not nil.
+	People      *people.Directory
+	Credentials *auth.Store
+	Auth        config.Auth
+	// OIDCClientSecret is the value of the variable auth.oidc.client_secret_env
+	// names; "" for a public client (PKCE alone).
+	OIDCClientSecret string
 }
 
 // Handler returns the root handler.
@@ -134,6 +147,9 @@ func Handler(s Session, o Options) http.Handler {
 	mux.Handle("/", securityHeaders(http.FileServerFS(ui)))
 	mux.Handle("GET /healthz", apiFunc(h.health))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if l := newOIDCLogin(o); l != nil {
+		l.routes(mux)
+	}
 	g := &guard{o: o}
 	mux.Handle("/ws", g.protect(api))
 	mux.Handle("/api/", g.protect(api))
