@@ -14,7 +14,28 @@ func OIDCKey(issuer, subject string) string { return issuer + "\x00" + subject }
 // already bound returns the existing binding and ErrExists, changing
 // nothing.
 func (s *Store) Bind(person, key string) (Credential, error) {
-	c := Credential{Kind: KindOIDC, Person: person, Hash: Hash(key), Created: s.now().UTC(), Via: "oidc"}
+	return s.bind(Credential{Kind: KindOIDC, Person: person, Hash: Hash(key), Created: s.now().UTC(), Via: "oidc"})
+}
+
+// BindGuest binds key to a new guest person (auth.oidc.new_people): id,
+// with role and name, known only to the store. See Guest.
+func (s *Store) BindGuest(id, role, name, key string) (Credential, error) {
+	return s.bind(Credential{Kind: KindOIDC, Person: id, Hash: Hash(key), Created: s.now().UTC(), Via: "oidc", Role: role, Name: name})
+}
+
+// Guest returns the binding that made person a guest, if one did.
+func (s *Store) Guest(person string) (Credential, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.byHash {
+		if c.Kind == KindOIDC && c.Person == person && c.Role != "" {
+			return c, true
+		}
+	}
+	return Credential{}, false
+}
+
+func (s *Store) bind(c Credential) (Credential, error) {
 	c.ID = c.Hash[:12]
 	s.mu.Lock()
 	defer s.mu.Unlock()

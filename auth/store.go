@@ -48,6 +48,10 @@ type Credential struct {
 	Expires time.Time `json:"expires,omitzero"` // zero: never
 	// Via is how a session signed in: link, token, proxy, oidc.
 	Via string `json:"via,omitempty"`
+	// Role and Name, on an OIDC binding only, make its Person a guest: one
+	// let in by auth.oidc.new_people, known to no people entry.
+	Role string `json:"role,omitempty"`
+	Name string `json:"name,omitempty"`
 }
 
 // Expired reports whether c no longer works at now.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/frontdesk-hq/frontdesk/auth"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
@@ -68,6 +69,33 @@ type Directory struct {
 	byEmail   map[string]*Person
 	byAccount map[string]*Person // door + "\x00" + account
 	implicit  bool
+	// guest finds a person added at run time (auth.oidc.new_people), or
+	// nil; set once by SetGuests before the directory is shared.
+	guest func(id string) *Person
+}
+
+// SetGuests makes Get (and so Allow and Name) find people who are not in
+// the configuration but were let in at run time — an OIDC sign-in under
+// auth.oidc.new_people, kept in the credential store. f must be safe for
+// concurrent use. Call it before the directory is shared.
+func (d *Directory) SetGuests(f func(id string) *Person) { d.guest = f }
+
+// GuestsFrom makes the guests st keeps (auth.Store.BindGuest) people.
+func (d *Directory) GuestsFrom(st *auth.Store) {
+	d.SetGuests(func(id string) *Person {
+		if c, ok := st.Guest(id); ok {
+			return Guest(id, c.Name, c.Role)
+		}
+		return nil
+	})
+}
+
+// Guest builds a run-time person with role (viewer or member).
+func Guest(id, name, role string) *Person {
+	if name == "" {
+		name = id
+	}
+	return &Person{ID: id, Name: name, Role: role, Permissions: slices.Clone(rolePerms[role])}
 }
 
 var _ hub.Gate = (*Directory)(nil)
@@ -116,8 +144,16 @@ func (d *Directory) Implicit() bool { return d.implicit }
 // All returns every person in the configuration's order.
 func (d *Directory) All() []*Person { return slices.Clone(d.list) }
 
-// Get returns the person with id, or nil.
-func (d *Directory) Get(id string) *Person { return d.byID[id] }
+// Get returns the person with id (listed, or a guest), or nil.
+func (d *Directory) Get(id string) *Person {
+	if p := d.byID[id]; p != nil {
+		return p
+	}
+	if d.guest != nil && id != "" {
+		return d.guest(id)
+	}
+	return nil
+}
 
 // ByEmail returns the person whose emails hold addr (any case), or nil.
 func (d *Directory) ByEmail(addr string) *Person { return d.byEmail[strings.ToLower(addr)] }
@@ -139,7 +175,7 @@ func (d *Directory) FirstAdmin() *Person {
 
 // Name is a person's display name ("" for an unknown id).
 func (d *Directory) Name(id string) string {
-	if p := d.byID[id]; p != nil {
+	if p := d.Get(id); p != nil {
 		return p.Name
 	}
 	return ""
@@ -147,7 +183,7 @@ func (d *Directory) Name(id string) string {
 
 // Allow implements hub.Gate: nil when a may do perm.
 func (d *Directory) Allow(a hub.Actor, perm string) error {
-	p := d.byID[a.Person]
+	p := d.Get(a.Person)
 	switch {
 	case a.Person == "":
 		return &hub.ForbiddenError{Permission: perm,

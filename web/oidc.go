@@ -307,6 +307,8 @@ func (l *oidcLogin) match(id oidcIdentity) (*people.Person, error) {
 	case p != nil && !id.EmailVerified:
 		return nil, refusal(http.StatusForbidden, "Your email address is not verified",
 			"The provider says %s but has not verified it, so frontdesk cannot tell it is yours. Verify it at the provider, then sign in again.", id.Email)
+	case p == nil && l.cfg.NewPeople != "" && id.Email != "" && id.EmailVerified:
+		return l.guest(id, key)
 	case p == nil:
 		return nil, l.stranger(id)
 	}
@@ -319,21 +321,29 @@ func (l *oidcLogin) match(id oidcIdentity) (*people.Person, error) {
 	return p, nil
 }
 
+// guest lets in someone the provider vouches for (a verified email) whom
+// no people entry lists, under auth.oidc.new_people: a person made at run
+// time, "oidc-" and 8 hex digits of their binding, with that role, kept in
+// the credential store (people.Directory.GuestsFrom finds them). An admin
+// who lists them in people later (same id) gives them any role.
+func (l *oidcLogin) guest(id oidcIdentity, key string) (*people.Person, error) {
+	pid := "oidc-" + auth.Hash(key)[:8]
+	if _, err := l.creds.BindGuest(pid, l.cfg.NewPeople, id.Email, key); err != nil && !errors.Is(err, auth.ErrExists) {
+		return nil, refusal(http.StatusInternalServerError, "Could not sign you in", "Storing the binding failed: %v.", err)
+	}
+	return people.Guest(pid, id.Email, l.cfg.NewPeople), nil
+}
+
 // stranger refuses someone the provider vouches for but nobody here
-// knows. auth.oidc.new_people does not change that yet: frontdesk's people
-// live in config.yaml, and a person made at runtime would hold no
-// permission anywhere else (see docs/security.md).
+// knows (auth.oidc.new_people unset, or no verified email to name them).
 func (l *oidcLogin) stranger(id oidcIdentity) error {
 	who := "This provider account"
 	if id.Email != "" {
 		who = "The account " + id.Email
 	}
-	more := "Ask whoever runs this desk to add your address to people in config.yaml."
-	if l.cfg.NewPeople != "" {
-		more = "auth.oidc.new_people is set, but this version does not add people at run time: ask whoever runs this desk to add your address to people in config.yaml."
-	}
 	return refusal(http.StatusForbidden, "You are not on this desk's list of people",
-		"%s is not listed in people, and no earlier sign-in bound it to anyone. %s", who, more)
+		"%s is not listed in people, and no earlier sign-in bound it to anyone. "+
+			"Ask whoever runs this desk to add your address to people in config.yaml.", who)
 }
 
 // notService refuses a kind: service person: a script signs in with

@@ -70,8 +70,10 @@ func (rp *relyingParty) use(c oidcCase) *auth.Store {
 	if c.clientID == "" {
 		c.clientID, c.secret = "frontdesk", "s3cret"
 	}
+	dir := people.New(c.people)
+	dir.GuestsFrom(c.store)
 	h := web.Handler(rp.env.hub, web.Options{
-		WS: http.NotFoundHandler(), People: people.New(c.people), Credentials: c.store, OIDCClientSecret: c.secret,
+		WS: http.NotFoundHandler(), People: dir, Credentials: c.store, OIDCClientSecret: c.secret,
 		Auth: config.Auth{SessionDays: 30, OIDC: config.OIDC{Issuer: rp.issuer, ClientID: c.clientID,
 			RedirectURL: rp.srv.URL + "/auth/oidc/callback", Scopes: []string{"email", "profile"}, NewPeople: c.newPeople}},
 	})
@@ -208,11 +210,31 @@ func TestOIDCRefusals(t *testing.T) {
 		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "zed@elsewhere.example is not listed in people", 0)
 	})
 
-	t.Run("new_people does not admit a stranger, and says so", func(t *testing.T) {
+	t.Run("new_people lets a stranger in as a guest with that role", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople, newPeople: "viewer"})
 		b := newUserAgent(t)
-		resp, body := b.signInAt(t, rp.srv.URL, "zed")
-		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "does not add people at run time", 0)
+		resp, _ := b.signInAt(t, rp.srv.URL, "zed")
+		resp.Body.Close()
+		sess, ok := rp.session(b, st)
+		if !ok || !strings.HasPrefix(sess.Person, "oidc-") {
+			t.Fatalf("session = %+v %v, want a guest oidc-… signed in", sess, ok)
+		}
+		g, ok := st.Guest(sess.Person)
+		if !ok || g.Role != "viewer" || g.Name != "zed@elsewhere.example" {
+			t.Fatalf("guest binding = %+v %v, want role viewer named by the verified address", g, ok)
+		}
+		d := people.New(oidcPeople)
+		d.GuestsFrom(st)
+		if p := d.Get(sess.Person); p == nil || p.Can("talk") || !p.Can("read") {
+			t.Fatalf("the directory's guest = %+v, want a viewer", p)
+		}
+		// A second sign-in finds the binding: the same guest, no second one.
+		b2 := newUserAgent(t)
+		resp, _ = b2.signInAt(t, rp.srv.URL, "zed")
+		resp.Body.Close()
+		if again, ok := rp.session(b2, st); !ok || again.Person != sess.Person {
+			t.Fatalf("second sign-in = %+v %v, want %s again", again, ok, sess.Person)
+		}
 	})
 
 	t.Run("an unverified email matches nobody", func(t *testing.T) {
