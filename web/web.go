@@ -14,10 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/frontdesk-hq/frontdesk/auth"
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/memory"
+	"github.com/frontdesk-hq/frontdesk/people"
 )
 
 //go:embed static
@@ -63,8 +66,17 @@ type ClusterNode struct {
 type Options struct {
 	// Addr is the configured listen address; its host is an accepted Host.
 	Addr string
-	// Token, when non-empty, is required on /ws and /api/*.
+	// Token is the shared server.auth_token ("" for none): it signs in as
+	// the first admin (or the implicit owner). With neither Token nor
+	// People configured, /ws and /api/* need no credential.
 	Token string
+	// People is who may sign in (nil: the implicit owner alone).
+	People *people.Directory
+	// Credentials holds stored tokens, web sessions and login links (nil:
+	// an empty store that keeps nothing).
+	Credentials *auth.Store
+	// Auth is config.yaml's auth: session length, the trusted proxy, OIDC.
+	Auth config.Auth
 	// AllowedOrigins are extra accepted Origin values (full origins).
 	AllowedOrigins []string
 	// AllowedHosts are extra accepted Host header names.
@@ -106,8 +118,10 @@ func Handler(s Session, o Options) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSessionCollector(s))
 
-	h := &apiHandlers{s: s, o: o}
+	g := newGuard(o)
+	h := &apiHandlers{s: s, o: o, g: g}
 	api := http.NewServeMux()
+	g.meRoutes(api)
 	api.Handle("GET /ws", o.WS)
 	if o.Messages != nil {
 		api.Handle("/api/messages", o.Messages)
@@ -134,7 +148,7 @@ func Handler(s Session, o Options) http.Handler {
 	mux.Handle("/", securityHeaders(http.FileServerFS(ui)))
 	mux.Handle("GET /healthz", apiFunc(h.health))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	g := &guard{o: o}
+	g.authRoutes(mux)
 	mux.Handle("/ws", g.protect(api))
 	mux.Handle("/api/", g.protect(api))
 	if o.MCP != nil {
