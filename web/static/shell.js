@@ -89,8 +89,9 @@ function moveIfDue() {
   const c = state.desk.cluster;
   const target = Desk.moveTarget(c, location.origin);
   if (!target) return;
-  // The cookie is this node's: the tab signs in again over there.
-  location.assign(Desk.moveURL(target, { token: '', from: c.node, pending: state.pending }));
+  // The cookie is this node's: a token this tab signed in with (held in
+  // memory only) goes along and is exchanged there; else it signs in again.
+  location.assign(Desk.moveURL(target, { token: held, from: c.node, pending: state.pending }));
 }
 
 // arrived takes what a tab that moved here brought (Desk.moveURL), once,
@@ -314,6 +315,9 @@ function lookAgain(revOf, look, more) {
 // ── signing in ──
 
 let carried = ''; // a token a moved tab brought (arrived)
+// held is the token this tab signed in with, in memory only (never in
+// storage): a tab whose cluster node dies takes it to the next node.
+let held = '';
 
 // postToken exchanges a token for the session cookie (POST /auth/token):
 // '' when it worked, else why not, in words.
@@ -365,7 +369,8 @@ async function signIn() {
   try { old = old || localStorage.getItem(TOKEN_KEY) || ''; localStorage.removeItem(TOKEN_KEY); } catch { /* no storage */ }
   if (old) {
     const why = await postToken(old);
-    if (why) { net.signInError = 'The token this browser kept no longer works: ' + why; }
+    if (why) net.signInError = 'The token this browser kept no longer works: ' + why;
+    else held = old;
   }
   if (await whoAmI()) connect();
 }
@@ -375,6 +380,7 @@ async function signIn() {
 async function signInWithToken(token) {
   const why = await postToken(token);
   if (why) return why;
+  held = token;
   net.authNeeded = false;
   net.signedOut = false;
   net.signInError = '';
@@ -387,6 +393,7 @@ async function signInWithToken(token) {
 // close, and the sign-in screen comes up.
 async function signOut() {
   try { await fetch('/auth/logout', { method: 'POST', cache: 'no-store' }); } catch { /* the cookie goes anyway on 401 */ }
+  held = '';
   askForToken(); // says "you were signed out" while you are still known
   People.setYou(null);
 }
