@@ -68,10 +68,12 @@ el.authForm.addEventListener('submit', async (e) => {
 function showYou() {
   const you = People.you();
   el.auth.hidden = true;
-  el.you.hidden = !you;
+  // Nothing configured (via open): one person, nothing to sign in or out of.
+  el.you.hidden = !you || you.via === 'open';
   el.you.textContent = you ? you.name || you.person : '';
   if (you) el.you.title = 'Signed in as ' + you.person + (you.role ? ' (' + you.role + ')' : '');
   el.signOut.hidden = !you || you.via !== 'session';
+  el.signOut.title = you ? 'Sign out ' + (you.name || you.person) : '';
   for (const perm of People.GUARDED) document.body.classList.toggle('cannot-' + perm, !People.can(perm));
   el.readOnly.hidden = People.can('talk');
   scheduleRender();
