@@ -157,6 +157,10 @@ func TestOpenWithoutCredentials(t *testing.T) {
 	if r := do(t, request(t, "GET", a.srv.URL+"/api/me", "")); r.status != 401 || r.body["oidc"] != false {
 		t.Fatalf("people, no credential: %d %s, want 401 with oidc false", r.status, r.raw)
 	}
+	o := startTeam(t, web.Options{Auth: config.Auth{OIDC: config.OIDC{Issuer: "https://id.example.com"}}})
+	if r := do(t, request(t, "GET", o.srv.URL+"/api/me", "")); r.status != 401 || r.body["oidc"] != true {
+		t.Fatalf("with auth.oidc: %d %s, want 401 with oidc true (the page shows the OIDC button)", r.status, r.raw)
+	}
 }
 
 // TestTrustedProxy: the header is believed only from auth.trusted_proxy.from;
