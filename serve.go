@@ -16,6 +16,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/attachments"
+	"github.com/frontdesk-hq/frontdesk/auth"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
@@ -32,6 +33,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/internal/limithits"
 	"github.com/frontdesk-hq/frontdesk/mcp"
 	"github.com/frontdesk-hq/frontdesk/memory"
+	"github.com/frontdesk-hq/frontdesk/people"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -299,9 +301,15 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Logger:             logger,
 	})
 	registry.MustRegister(a.ws.Collectors()...)
+	// creds: replaced by the creds branch
+	creds, _ := auth.New(auth.Memory{}, nil)
+	// signin: who is behind each web request (web.Options People, Credentials, Auth)
 	a.handler = web.Handler(a.hub, web.Options{
 		Addr:           cfg.Server.Addr,
 		Token:          token,
+		People:         people.New(cfg.People),
+		Credentials:    creds,
+		Auth:           cfg.Auth,
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		AllowedHosts:   cfg.Server.AllowedHosts,
 		WS:             a.ws,
@@ -314,7 +322,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
-		Cluster:            clusterStatusFunc(a, node), Auth: cfg.Auth, OIDCClientSecret: oidcClientSecret(cfg, getenv), // OIDC: issue 29, branch oidc
+		Cluster:            clusterStatusFunc(a, node), OIDCClientSecret: oidcClientSecret(cfg, getenv),
 	})
 	return a, nil
 }

@@ -27,6 +27,7 @@ func (f apiFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type apiHandlers struct {
 	s Session
 	o Options
+	g *guard // who is asking (the detail of /healthz)
 }
 
 func (h *apiHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
@@ -154,14 +155,14 @@ func (h *apiHandlers) session(w http.ResponseWriter, r *http.Request) error {
 // not ok, reasons naming the failing part and what is wrong with it. The
 // detail — the storage error's text, the MCP servers with their commands,
 // tools and errors — is for those who may read /api/session: it is added
-// when the request carries the token, or when none is configured (then
-// /api/session is as open as /healthz).
+// when the request is signed in as someone who may read, or when no
+// credential is configured (then /api/session is as open as /healthz).
 func (h *apiHandlers) health(w http.ResponseWriter, r *http.Request) error {
 	info, err := h.s.Info(r.Context())
 	if err != nil {
 		return err
 	}
-	detail := h.o.Token == "" || tokenOK(r, h.o.Token)
+	detail := h.g.mayRead(r)
 	status, code := "ok", http.StatusOK
 	body := map[string]any{}
 	var reasons []string

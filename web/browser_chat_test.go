@@ -290,14 +290,16 @@ const markdownReply = "### Deploy plan\n\n" +
 	"> ship it\n\n" +
 	"Not links: [click me](javascript:window.__pwned=3) and not HTML: <script>window.__pwned=4</script> <img src=x onerror=window.__pwned=5>"
 
-// With a token set, the page asks for it once, says plainly when it is
-// wrong, keeps the right one in localStorage and does not ask again.
+// With a token set, the page asks to sign in, says plainly when a pasted
+// token is wrong, exchanges the right one for the HttpOnly session cookie
+// (no token in localStorage, none in document.cookie) and does not ask
+// again after a reload.
 func TestBrowserTokenPrompt(t *testing.T) {
 	srv := newLiveServer(t, "s3cret", &agent.Demo{Delay: time.Millisecond})
 	browser := newBrowser(t, 1200, 800)
 	p := openTab(t, browser, "tab", srv.url())
 	p.wait("the token prompt", `!document.querySelector('#auth').hidden && document.activeElement === document.querySelector('#auth-token') &&
-		/token needed/.test(document.querySelector('#conn-text').textContent)`)
+		/not signed in/.test(document.querySelector('#conn-text').textContent)`)
 
 	p.do(chromedp.SendKeys(chromedp.CSS("#auth-token"), "wrong"), pressEnter(false))
 	p.wait("the wrong-token message", `!document.querySelector('#auth').hidden && !document.querySelector('#auth-error').hidden &&
@@ -309,8 +311,8 @@ func TestBrowserTokenPrompt(t *testing.T) {
 
 	p.do(chromedp.SendKeys(chromedp.CSS("#auth-token"), "s3cret"), pressEnter(false))
 	p.wait("connected with the token", jsConnected+` && document.querySelector('#auth').hidden`)
-	if got := eval[string](p, `localStorage.getItem('frontdesk.token')`); got != "s3cret" {
-		t.Errorf("stored token = %q, want s3cret", got)
+	if got := eval[string](p, `JSON.stringify(localStorage) + ' ' + document.cookie`); strings.Contains(got, "s3cret") || strings.Contains(got, "frontdesk_session") {
+		t.Errorf("localStorage and document.cookie = %q: want neither the token nor the session cookie", got)
 	}
 	p.send("hello with a token")
 	p.wait("the reply", jsReplies+` === 1 && `+jsIdle)

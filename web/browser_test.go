@@ -26,12 +26,15 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/attachments"
+	"github.com/frontdesk-hq/frontdesk/auth"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
+	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/index"
+	"github.com/frontdesk-hq/frontdesk/people"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
 
@@ -54,7 +57,11 @@ type liveServer struct {
 	// limit); 0: the default, 20 MiB.
 	attachMax int64
 	tools     func() []agent.Tool
-	cur       *serverRun // nil while stopped
+	// people and creds, when set, are web.Options People (config's
+	// people) and Credentials: the page must sign in.
+	people []config.Person
+	creds  *auth.Store
+	cur    *serverRun // nil while stopped
 }
 
 type serverRun struct {
@@ -123,10 +130,15 @@ func (s *liveServer) start() {
 	go func() { defer close(hubDone); m.Run(ctx); <-ixDone }()
 	wsh := ws.New(m, ws.Options{MaxClients: s.maxClients})
 	ln := s.listen()
+	var dir *people.Directory
+	if s.people != nil {
+		dir = people.New(s.people)
+	}
 	srv := &http.Server{
 		Handler: web.Handler(m, web.Options{
 			Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
 			Attachments: files, AttachmentMaxBytes: files.MaxBytes(),
+			People: dir, Credentials: s.creds,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

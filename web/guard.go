@@ -1,18 +1,51 @@
 package web
 
 import (
-	"crypto/subtle"
+	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/auth"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
+	"github.com/frontdesk-hq/frontdesk/people"
 )
 
 // guard applies the security defaults of DESIGN.md.
-type guard struct{ o Options }
+type guard struct {
+	o     Options
+	creds *auth.Store
+	dir   *people.Directory
+	cop   *http.CrossOriginProtection
+	proxy []netip.Prefix // auth.trusted_proxy.from
+	limit *signinLimits
+	now   func() time.Time
+}
+
+func newGuard(o Options) *guard {
+	g := &guard{o: o, creds: o.Credentials, dir: o.People, cop: http.NewCrossOriginProtection(), limit: newSigninLimits(), now: time.Now}
+	if g.dir == nil {
+		g.dir = people.New(nil)
+	}
+	if g.creds == nil {
+		g.creds, _ = auth.New(auth.Memory{}, nil)
+	}
+	for _, o := range o.AllowedOrigins {
+		_ = g.cop.AddTrustedOrigin(strings.TrimSuffix(o, "/")) // a malformed one is refused by config
+	}
+	for _, c := range o.Auth.TrustedProxy.From {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			g.proxy = append(g.proxy, p.Masked())
+		} else if a, err := netip.ParseAddr(c); err == nil {
+			g.proxy = append(g.proxy, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return g
+}
 
 // checkHost refuses Host headers that are not ours: a browser tricked by
 // DNS rebinding sends the attacker's name, and same-origin checks alone
@@ -51,15 +84,20 @@ func (g *guard) hostAllowed(hostport string) bool {
 		}
 	}
 	// Listening on every interface we cannot know our names; the required
-	// token (enforced at start-up for non-loopback addresses) protects /ws
+	// credential (enforced at start-up for non-loopback addresses) protects /ws
 	// and /api/* instead, and a rebinding page never has it.
-	if ip := net.ParseIP(strings.Trim(listen, "[]")); (listen == "" || (ip != nil && ip.IsUnspecified())) && g.o.Token != "" {
+	if ip := net.ParseIP(strings.Trim(listen, "[]")); (listen == "" || (ip != nil && ip.IsUnspecified())) && !g.open() {
 		return true
 	}
 	return false
 }
 
-// protect checks Origin and the token for /ws and /api/*.
+// protect checks Origin, finds who is asking (identify) and, for /ws and
+// reads of /api/*, that they may read; the request goes on carrying its
+// people.Who (people.NewContext). A request that signed in with a cookie
+// or a proxy's header (something a browser sends by itself) is refused
+// cross-site by net/http.CrossOriginProtection; a Bearer token is not, as
+// no browser sends one on its own.
 func (g *guard) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, r.Host) {
@@ -68,15 +106,47 @@ func (g *guard) protect(next http.Handler) http.Handler {
 				"origin "+origin+" is not allowed; add it to server.allowed_origins"))
 			return
 		}
-		if g.o.Token != "" && !tokenOK(r, g.o.Token) {
+		who, err := g.identify(w, r)
+		if err == nil && who.Via != viaBearer && who.Via != viaShared {
+			if cerr := g.cop.Check(r); cerr != nil {
+				err = httpjson.Errorf(http.StatusForbidden, "cross_origin",
+					"a cross-site request signed in by cookie is refused; send Authorization: Bearer instead")
+			}
+		}
+		if err == nil && needsRead(r) && !who.Person.Can(event.PermRead) {
+			err = &httpjson.Error{Status: http.StatusForbidden, Code: "forbidden",
+				Message: who.Person.ID + " may not read the conversation"}
+		}
+		if err != nil {
 			refuse(w)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="frontdesk"`)
-			httpjson.WriteError(w, httpjson.Errorf(http.StatusUnauthorized, "unauthorized",
-				"a valid token is required: send Authorization: Bearer <token> or ?token=<token>"))
+			var e *httpjson.Error
+			if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="frontdesk"`)
+				g.writeUnauthorized(w, e)
+				return
+			}
+			httpjson.WriteError(w, err)
+			return
+		}
+		r = r.WithContext(people.NewContext(r.Context(), who))
+		if r.URL.Path == "/ws" && who.Credential != "" {
+			g.serveWatched(next, w, r, who)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// needsRead: the WebSocket and every read of /api/* but your own /api/me
+// (a service that may only talk still learns who it is).
+func needsRead(r *http.Request) bool {
+	if r.URL.Path == "/ws" {
+		return true
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false // the handlers check what a write needs (hub.Gate)
+	}
+	return strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/me" && !strings.HasPrefix(r.URL.Path, "/api/me/")
 }
 
 // refuse marks a response that turns a request away unread: the
@@ -102,17 +172,4 @@ func (g *guard) originAllowed(origin, host string) bool {
 	// Same origin: the page was served by this Host (which checkHost vetted).
 	// The scheme is not compared so a TLS-terminating proxy in front works.
 	return strings.EqualFold(u.Host, host)
-}
-
-// tokenOK reports whether r carries the token: in an Authorization header
-// with the Bearer scheme (in any case, as RFC 7235 has it), or else in the
-// token query parameter.
-func tokenOK(r *http.Request, want string) bool {
-	got := ""
-	if scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		got = strings.TrimLeft(cred, " ")
-	} else {
-		got = r.URL.Query().Get("token")
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }

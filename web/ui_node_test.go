@@ -63,3 +63,9 @@ func TestUIQueueCore(t *testing.T) { runNodeTest(t, "uitest/queue.test.mjs") }
 // TestUIEraseCore runs the node tests of erased messages in the reducer
 // (web/uitest/erase.test.mjs): live erased events, tombstones in a replay.
 func TestUIEraseCore(t *testing.T) { runNodeTest(t, "uitest/erase.test.mjs") }
+
+// TestUIPeopleNames runs the node tests of names and permissions
+// (web/uitest/people.test.mjs): "Ann · web", "by Bo · web", the cancel
+// notice and reset naming the person, ids without a name, door-only
+// labels for events without person, what a viewer may do.
+func TestUIPeopleNames(t *testing.T) { runNodeTest(t, "uitest/people.test.mjs") }

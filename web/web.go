@@ -66,8 +66,17 @@ type ClusterNode struct {
 type Options struct {
 	// Addr is the configured listen address; its host is an accepted Host.
 	Addr string
-	// Token, when non-empty, is required on /ws and /api/*.
+	// Token is the shared server.auth_token ("" for none): it signs in as
+	// the first admin (or the implicit owner). With neither Token nor
+	// People configured, /ws and /api/* need no credential.
 	Token string
+	// People is who may sign in (nil: the implicit owner alone).
+	People *people.Directory
+	// Credentials holds stored tokens, web sessions and login links (nil:
+	// an empty store that keeps nothing).
+	Credentials *auth.Store
+	// Auth is config.yaml's auth: session length, the trusted proxy, OIDC.
+	Auth config.Auth
 	// AllowedOrigins are extra accepted Origin values (full origins).
 	AllowedOrigins []string
 	// AllowedHosts are extra accepted Host header names.
@@ -99,12 +108,6 @@ type Options struct {
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 
-	// People, Credentials and Auth are who may sign in and how (issue 29).
-	// OIDC sign-in (auth.oidc, /auth/oidc/*) is mounted when
-	// Auth.OIDC.Issuer is set and People and Credentials are not nil.
-	People      *people.Directory
-	Credentials *auth.Store
-	Auth        config.Auth
 	// OIDCClientSecret is the value of the variable auth.oidc.client_secret_env
 	// names; "" for a public client (PKCE alone).
 	OIDCClientSecret string
@@ -119,8 +122,10 @@ func Handler(s Session, o Options) http.Handler {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newSessionCollector(s))
 
-	h := &apiHandlers{s: s, o: o}
+	g := newGuard(o)
+	h := &apiHandlers{s: s, o: o, g: g}
 	api := http.NewServeMux()
+	g.meRoutes(api)
 	api.Handle("GET /ws", o.WS)
 	if o.Messages != nil {
 		api.Handle("/api/messages", o.Messages)
@@ -150,7 +155,7 @@ func Handler(s Session, o Options) http.Handler {
 	if l := newOIDCLogin(o); l != nil {
 		l.routes(mux)
 	}
-	g := &guard{o: o}
+	g.authRoutes(mux)
 	mux.Handle("/ws", g.protect(api))
 	mux.Handle("/api/", g.protect(api))
 	if o.MCP != nil {

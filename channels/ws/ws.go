@@ -23,6 +23,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
+	"github.com/frontdesk-hq/frontdesk/people"
 )
 
 // Session is the part of the hub the WebSocket channel uses.
@@ -189,6 +190,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cn.deadline.Stop()
 	h.join(cn)
 	defer h.leave(cn)
+	cn.closeOnRevoke(ctx, r.Context())
+	if who, ok := people.FromContext(r.Context()); ok && who.Person != nil {
+		you := who.Person.You() // connected.you: whom the guard signed in
+		snap.Connected.You = &you
+	}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)

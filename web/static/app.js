@@ -8,7 +8,8 @@
 //   attachments.js  the composer's tray of files, limits (pure)
 //   core.js         the state and the reducer (pure; node tests import it)
 //   desk.js         the cluster behind the node: the desk's state, retries, moves (pure)
-//   shell.js        WebSocket, token, HTTP requests, dispatch()
+//   people.js       who you are, people's names, what you may do (pure)
+//   shell.js        WebSocket, signing in, HTTP requests, dispatch()
 //   uploads.js      file uploads (XMLHttpRequest, progress), file URLs
 //   dom.js          elements, h(), time formatting
 //   items-view.js   one item's DOM; keyed reconciliation
@@ -23,7 +24,8 @@
 // Every piece of server or user text goes through textContent, never innerHTML.
 
 import * as Core from './core.js';
-import { state, net, hooks, dispatch, connect, retryNow, setToken, arrived, DEFAULT_MAX_FRAME_BYTES } from './shell.js';
+import { state, net, hooks, dispatch, retryNow, arrived, signIn, signInWithToken, signOut, DEFAULT_MAX_FRAME_BYTES } from './shell.js';
+import * as People from './people.js';
 import { el } from './dom.js';
 import { scheduleRender, render, updateTitle, showNote, nothingToSend } from './view.js';
 import { openSearch, closeSearch } from './search-view.js';
@@ -31,31 +33,53 @@ import './attach-view.js'; // the attach button, drop and paste
 
 // updateTitle synchronously: background tabs get no animation frames, and the title matters most there.
 hooks.changed = () => { updateTitle(); scheduleRender(); };
-hooks.askToken = showTokenForm;
+hooks.askToken = showSignIn;
+hooks.signedIn = showYou;
 
 
-// ── token form ──
-function showTokenForm() {
+// ── signing in ──
+function showSignIn() {
   el.auth.hidden = false;
-  el.authError.hidden = !net.tokenRejected;
-  el.authError.textContent = net.tokenRejected ? 'Wrong token: the server refused it. Check it and try again.' : '';
+  el.authGone.hidden = !net.signedOut;
+  el.authOIDC.hidden = !net.oidc;
+  el.authError.hidden = !net.signInError;
+  el.authError.textContent = net.signInError;
   el.authInput.value = '';
+  el.you.hidden = true;
+  el.signOut.hidden = true;
   el.authInput.focus();
 }
 
-el.authForm.addEventListener('submit', (e) => {
+el.authForm.addEventListener('submit', async (e) => {
   e.preventDefault();
   const t = el.authInput.value.trim();
   if (!t) { el.authInput.focus(); return; }
-  setToken(t);
   el.authInput.value = '';
+  const why = await signInWithToken(t);
+  el.authError.hidden = !why;
+  el.authError.textContent = why;
+  if (why) { el.authInput.focus(); return; }
   el.auth.hidden = true;
-  el.authError.hidden = true;
-  net.authNeeded = false;
-  net.attempts = 0;
-  connect();
   el.input.focus();
 });
+
+// showYou puts your name in the header and hides what you may not do
+// (a body class per permission you lack: style.css hides the controls).
+function showYou() {
+  const you = People.you();
+  el.auth.hidden = true;
+  // Nothing configured (via open): one person, nothing to sign in or out of.
+  el.you.hidden = !you || you.via === 'open';
+  el.you.textContent = you ? you.name || you.person : '';
+  if (you) el.you.title = 'Signed in as ' + you.person + (you.role ? ' (' + you.role + ')' : '');
+  el.signOut.hidden = !you || you.via !== 'session';
+  el.signOut.title = you ? 'Sign out ' + (you.name || you.person) : '';
+  for (const perm of People.GUARDED) document.body.classList.toggle('cannot-' + perm, !People.can(perm));
+  el.readOnly.hidden = People.can('talk');
+  scheduleRender();
+}
+
+el.signOut.addEventListener('click', () => { signOut(); });
 
 // ── composer ──
 function newMsgID() {
@@ -177,5 +201,5 @@ setInterval(() => { if (state.phase !== 'live') scheduleRender(); }, 1000);
 autosize();
 arrived(); // a tab that moved here from a node that stopped answering
 render();
-connect();
+signIn(); // then connect()
 el.input.focus();

@@ -51,6 +51,7 @@ function initialState() {
     outbox: [],          // frames for the shell to send (drained after each dispatch)
     announce: [],        // texts for the screen-reader live region (drained by the view)
     schedulesRev: 0,     // bumped by each schedules_changed frame (schedules.js reloads on it)
+    memoryPeople: {},    // memory item id → the person of its latest memory_change seen live
     memoryRev: 0,        // bumped by each memory_changed event (memory.js reloads on it)
     desk: initialDesk(), // the cluster behind the page, from /api/session (desk.js)
 
@@ -375,6 +376,7 @@ function onFrame(s, f, now) {
       return;
     case 'memory_changed': // the Memory panel looks again; it is in the log too (its seq is counted below)
       s.memoryRev++;
+      if (f.data && f.data.person && f.data.id) s.memoryPeople[f.data.id] = String(f.data.person); // who changed it last
       break;
   }
   // Until `synced` we cannot know whether to clear the view first, so hold the replay.

@@ -10,6 +10,7 @@ const el = {
   announcer: $('announcer'), form: $('composer'), input: $('message'), send: $('send'),
   cancel: $('cancel'), note: $('composer-note'), reason: $('composer-reason'),
   auth: $('auth'), authForm: $('auth-form'), authInput: $('auth-token'), authError: $('auth-error'),
+  authGone: $('auth-gone'), authOIDC: $('auth-oidc'), you: $('you'), signOut: $('sign-out'), readOnly: $('read-only'),
   tray: $('tray'), trayError: $('tray-error'), attach: $('attach'), file: $('file'), drop: $('drop'),
   reset: $('reset'), resetDialog: $('reset-dialog'), resetConfirm: $('reset-confirm'), resetKeep: $('reset-keep'),
   older: $('older'), olderText: $('older-text'), olderLoad: $('older-load'),

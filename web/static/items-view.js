@@ -10,6 +10,7 @@ import { h, timeOf, timeEl, setTime, fullTime, relDay, clip } from './dom.js';
 import { attachmentsNode } from './attach-view.js';
 import { erasedText } from './items.js';
 import { offerErase } from './erase.js';
+import { withDoor } from './people.js';
 
 // eraseButton is "Erase…" on a message (erase.js asks first).
 function eraseButton(it) {
@@ -210,7 +211,7 @@ const views = {
       // still needs an answer.
       li.querySelector('.approval-label').textContent = !decided ? 'approval needed'
         : it.decision === 'approve' ? 'approved' : 'denied';
-      li.querySelector('.approval-state').textContent = decided ? decidedBy(it.by)
+      li.querySelector('.approval-state').textContent = decided ? decidedBy(it.by, it.person)
         : it.sent ? 'sending your answer…' : 'waiting for an answer';
       li.classList.toggle('decided', decided);
       li.classList.toggle('denied', it.decision === 'deny');
@@ -251,9 +252,11 @@ const views = {
   },
 };
 
-// decidedBy says who answered an approval: a door, or what answered for
-// nobody (hub/approval.go: timeout, cancel, shutdown, restart).
-function decidedBy(by) {
+// decidedBy says who answered an approval: a person at a door ("by Ann ·
+// web"), a door, or what answered for nobody (hub/approval.go: timeout,
+// cancel, shutdown, restart).
+function decidedBy(by, person) {
+  if (person) return 'by ' + withDoor(person, by);
   switch (by) {
     case 'timeout': return 'nobody answered in time';
     case 'cancel': return 'the reply was cancelled';

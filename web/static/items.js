@@ -6,6 +6,7 @@
 // look alike. A new event type that shows in the conversation starts here.
 
 import { cleanAttachments } from './attachments.js';
+import { nameOf, withDoor } from './people.js';
 
 // An idle loader of a page of history (see history.js).
 const idleLoad = () => ({ loading: false, error: '', acc: null, start: 0 });
@@ -32,9 +33,21 @@ function assistantBubble(s, v, ev) {
       final: false, partial: false, ended: false });
 }
 
+// channelLabel is whom a user message is from: "Ann · web" when the
+// server named the person, else the door (and the from label it was given).
 function channelLabel(d) {
   const ch = (d && d.channel) || 'unknown';
-  return d && d.from ? ch + ' · ' + d.from : ch;
+  const door = d && d.from ? ch + ' · ' + d.from : ch;
+  return d && d.person ? withDoor(d.person, door) : door;
+}
+
+// noticeText names the person in the hub's cancel notice ("Cancelled from
+// the web after 2 s." → "Cancelled by Ann from the web after 2 s.").
+function noticeText(d) {
+  const text = String(d.text ?? '');
+  if (!d.person) return text;
+  if (/^Cancelled (from|through) /.test(text)) return text.replace(/^Cancelled /, 'Cancelled by ' + nameOf(d.person) + ' ');
+  return text + ' (' + nameOf(d.person) + ')';
 }
 
 // The badge style: the built-in channels have their own; any other name a
@@ -63,8 +76,9 @@ function resetText(d) {
     : reason === 'idle-timeout' ? 'Conversation reset after a quiet spell'
     : 'Conversation reset' + (reason ? ' (' + reason.replace(/-/g, ' ') + ')' : '');
   const n = Number(d.kept) || 0;
-  if (n <= 0) return head + '. The assistant starts afresh.';
-  return head + '. The assistant keeps ' + (n === 1 ? 'the last exchange' : 'the last ' + n + ' exchanges') +
+  const by = d.person ? head + ' by ' + nameOf(d.person) : head;
+  if (n <= 0) return by + '. The assistant starts afresh.';
+  return by + '. The assistant keeps ' + (n === 1 ? 'the last exchange' : 'the last ' + n + ' exchanges') +
     ' above as context.';
 }
 
@@ -120,7 +134,7 @@ function addItem(s, v, ev, historic) {
       // A person erased the message at d.seq: its text goes, a line says so.
       const m = d.type === 'assistant' ? v.byKey.get('a:' + d.turn) : v.byKey.get('u:' + d.seq);
       if (!m || (m.seq !== undefined && m.seq !== d.seq)) return null; // not in this view
-      Object.assign(m, { erased: String(d.by ?? ''), content: '', text: '', attachments: [], streaming: false });
+      Object.assign(m, { erased: d.person ? nameOf(d.person) : String(d.by ?? ''), content: '', text: '', attachments: [], streaming: false });
       return touch(m);
     }
     case 'turn_start': {
@@ -167,13 +181,13 @@ function addItem(s, v, ev, historic) {
     case 'approval_result': {
       const a = v.byKey.get('ap:' + d.id);
       if (!a) return null; // its request is in an older page
-      Object.assign(a, { decision: String(d.decision ?? ''), by: String(d.by ?? '') });
+      Object.assign(a, { decision: String(d.decision ?? ''), by: String(d.by ?? ''), person: String(d.person ?? '') });
       const call = runningCall(v, ev.turn, a.tool);
       if (call && call.approval === a.id) { call.approval = ''; touch(call); }
       return touch(a);
     }
     case 'notice':
-      return newItem(s, v, 'notice', seq ? 'n:' + seq : null, { seq, ts: ev.ts, text: String(d.text ?? '') });
+      return newItem(s, v, 'notice', seq ? 'n:' + seq : null, { seq, ts: ev.ts, text: noticeText(d) });
     case 'reset':
       // Live, the view was cleared first and this is its first item; in a
       // page of history it divides what came before the reset from after.

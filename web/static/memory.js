@@ -273,7 +273,7 @@ function update(li, it) {
   const meta = li.querySelector('.mem-meta');
   // Who made it and who edited it, named apart: "saved by the assistant,
   // asked by email (eve@example.com) · edited in the web page Today, 15:56".
-  const edited = editedBy(it);
+  const edited = editedBy(it, state.memoryPeople[it.id]);
   meta.textContent = madeBy(it) + ' · ' + (edited ? edited + ' ' : '') + whenLabel(when);
   const d = timeOf(when);
   meta.title = d ? fullTime(d) + ' · ' + it.id : it.id;

@@ -1,12 +1,17 @@
 // shell.js — owns the outside world of the page: the one WebSocket (connect,
-// backoff, close codes), the token (localStorage), HTTP requests the core
-// asks for (s.requests), and the one state object with dispatch(), the only
-// way to change it. No DOM: the view registers hooks.changed (called after
-// every change, to render) and hooks.askToken (to show the token form).
+// backoff, close codes), signing in (GET /api/me, POST /auth/token, the
+// HttpOnly session cookie the browser sends by itself), HTTP requests the
+// core asks for (s.requests), and the one state object with dispatch(), the
+// only way to change it. No DOM: the view registers hooks.changed (called
+// after every change, to render), hooks.askToken (to show the sign-in
+// screen) and hooks.signedIn (who you are is known).
 
 import * as Core from './core.js';
 import * as Desk from './desk.js';
+import * as People from './people.js';
 
+// Older versions kept the shared token here; it is exchanged for the
+// session cookie once and deleted (signIn).
 const TOKEN_KEY = 'frontdesk.token';
 // Client-side guard for server.max_message_bytes: the server announces its
 // limit in `connected`; 64 KiB (the default) until then.
@@ -21,19 +26,21 @@ const net = {
   serverRestarting: false, // last close was 1001
   serverFull: false,       // last close was 1013 (server.max_clients reached)
   lostAt: -Infinity,       // when the last good connection was lost (Date.now())
-  authNeeded: false,       // token form is up; no retries until it is answered
+  authNeeded: false,       // the sign-in screen is up; no retries until it is answered
   tokenRejected: false,
+  signInError: '',         // why the last sign-in failed, in words ('' none)
+  oidc: false,             // the server offers OIDC sign-in (its 401 said so)
+  signedOut: false,        // the session ended (sign-out, revoked): say so
   everConnected: false,
 };
 
-// localStorage may be unavailable (private mode, disabled storage): keep the token in memory then.
-let memToken = '';
-const getToken = () => { try { return localStorage.getItem(TOKEN_KEY) || ''; } catch { return memToken; } };
-const setToken = (t) => { memToken = t; try { t ? localStorage.setItem(TOKEN_KEY, t) : localStorage.removeItem(TOKEN_KEY); } catch { /* memory only */ } };
+// No token is kept in the page: the session cookie (HttpOnly: no script
+// can read it) signs every request in.
 
 // The view's hooks: changed() after every change of state or net (it
-// renders, coalesced), askToken() when the server wants a token.
-const hooks = { changed() {}, askToken() {} };
+// renders, coalesced), askToken() when the server wants a sign-in,
+// signedIn() when who you are is known (GET /api/me or connected.you).
+const hooks = { changed() {}, askToken() {}, signedIn() {} };
 const changed = () => hooks.changed();
 
 function dispatch(action) {
@@ -82,7 +89,9 @@ function moveIfDue() {
   const c = state.desk.cluster;
   const target = Desk.moveTarget(c, location.origin);
   if (!target) return;
-  location.assign(Desk.moveURL(target, { token: getToken(), from: c.node, pending: state.pending }));
+  // The cookie is this node's: a token this tab signed in with (held in
+  // memory only) goes along and is exchanged there; else it signs in again.
+  location.assign(Desk.moveURL(target, { token: held, from: c.node, pending: state.pending }));
 }
 
 // arrived takes what a tab that moved here brought (Desk.moveURL), once,
@@ -91,7 +100,7 @@ function arrived() {
   const m = Desk.readMove(location.hash);
   if (!m) return;
   history.replaceState(null, '', location.pathname + location.search);
-  if (m.token) setToken(m.token);
+  if (m.token) carried = m.token; // an older node's tab brought a token: exchanged by signIn
   dispatch({ type: 'adopt', pending: m.pending, from: m.from });
 }
 
@@ -127,8 +136,7 @@ function apiGet(path, params) {
 // as JSON) and returns the answer's JSON ({} for none); an error is one
 // sentence, with the HTTP status as its status when the server answered.
 async function apiCall(method, path, body) {
-  const token = getToken();
-  const headers = token ? { Authorization: 'Bearer ' + token } : {};
+  const headers = {};
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
@@ -139,7 +147,7 @@ async function apiCall(method, path, body) {
   }
   if (res.status === 401) {
     askForToken();
-    throw new Error('an access token is needed');
+    throw new Error('you are not signed in');
   }
   let b = null;
   try { b = await res.json(); } catch { /* 204, or not JSON */ }
@@ -151,13 +159,12 @@ async function apiCall(method, path, body) {
   return b || {};
 }
 
-// The server refused our token on the API: the same prompt as for /ws.
+// The server refused us on the API (the session ended): the sign-in screen.
 function askForToken() {
   if (net.authNeeded) return;
-  const had = !!getToken();
   net.authNeeded = true;
-  net.tokenRejected = had;
-  if (had) setToken('');
+  net.signedOut = !!People.you();
+  if (net.ws) { const ws = net.ws; net.ws = null; ws.close(); dispatch({ type: 'socket-closed' }); }
   hooks.askToken();
   changed();
 }
@@ -175,8 +182,6 @@ function wsURL() {
   const q = new URLSearchParams();
   const since = Core.sinceParam(state);
   if (since !== null) q.set('since', String(since));
-  const token = getToken();
-  if (token) q.set('token', token);
   const qs = q.toString();
   return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws' + (qs ? '?' + qs : '');
 }
@@ -201,6 +206,8 @@ function connect() {
       net.serverFull = false;
       net.tokenRejected = false;
       net.everConnected = true;
+      // connected.you: who this connection signed in as (how: GET /api/me's via, kept)
+      if (f.data && f.data.you) { People.setYou({ ...(People.you() || {}), ...f.data.you }); hooks.signedIn(); }
     }
     dispatch({ type: 'frame', frame: f, now: Date.now() });
     if (f && f.type === 'synced') lookAtDesk();
@@ -217,16 +224,16 @@ function connect() {
 }
 
 async function onClosed(e, gotConnected) {
+  if (e.code === 1008 && e.reason === 'credential revoked') {
+    // This sign-in was revoked (signed out elsewhere, or by an admin).
+    askForToken();
+    return;
+  }
   if (!gotConnected) {
     // A refused upgrade looks like any network failure to the browser (code
-    // 1006), so ask the API whether the token is the reason.
-    const hadToken = !!getToken();
-    if (await sessionUnauthorized(hadToken)) {
-      net.authNeeded = true;
-      net.tokenRejected = hadToken;
-      if (hadToken) setToken(''); // a wrong token is not kept for the next page load
-      hooks.askToken();
-      changed();
+    // 1006), so ask the API whether not being signed in is the reason.
+    if (await sessionUnauthorized()) {
+      askForToken();
       return;
     }
   }
@@ -246,10 +253,9 @@ async function onClosed(e, gotConnected) {
   scheduleRetry();
 }
 
-async function sessionUnauthorized(withToken) {
+async function sessionUnauthorized() {
   try {
-    const headers = withToken ? { Authorization: 'Bearer ' + getToken() } : {};
-    const res = await fetch('/api/session', { headers, cache: 'no-store' });
+    const res = await fetch('/api/me', { cache: 'no-store' });
     return res.status === 401;
   } catch {
     return false; // network down: retry as usual
@@ -306,5 +312,91 @@ function lookAgain(revOf, look, more) {
   };
 }
 
-export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, getToken, setToken, apiGet, apiCall, askForToken,
-  lookAgain, arrived, DEFAULT_MAX_FRAME_BYTES };
+// ── signing in ──
+
+let carried = ''; // a token a moved tab brought (arrived)
+// held is the token this tab signed in with, in memory only (never in
+// storage): a tab whose cluster node dies takes it to the next node.
+let held = '';
+
+// postToken exchanges a token for the session cookie (POST /auth/token):
+// '' when it worked, else why not, in words.
+async function postToken(token) {
+  let res;
+  try {
+    res = await fetch('/auth/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, cache: 'no-store',
+      body: JSON.stringify({ token }) });
+  } catch {
+    return navigator.onLine ? 'the server did not answer' : 'no network';
+  }
+  if (res.ok) return '';
+  let b = null;
+  try { b = await res.json(); } catch { /* not JSON */ }
+  if (res.status === 401) return 'Wrong token: the server refused it. Check it and try again.';
+  return (b && b.message) || 'the server answered ' + res.status;
+}
+
+// whoAmI asks GET /api/me (and the names of everyone, for the events):
+// true when signed in; on 401 it brings up the sign-in screen.
+async function whoAmI() {
+  let res;
+  try {
+    res = await fetch('/api/me', { cache: 'no-store' });
+  } catch {
+    return true; // network down: connect() retries as usual and asks again
+  }
+  let b = null;
+  try { b = await res.json(); } catch { /* not JSON */ }
+  if (res.status === 401) {
+    net.oidc = !!(b && b.oidc);
+    askForToken();
+    return false;
+  }
+  if (!res.ok || !b) return true; // an older server without /api/me: as before
+  People.setYou(b);
+  try { People.setPeople(await apiGet('/api/people', {})); } catch { /* names fall back to ids */ }
+  if (b.name) People.setYou(b); // setPeople cleared the map: your own name again
+  hooks.signedIn();
+  return true;
+}
+
+// signIn starts the page: a token an older version kept in localStorage
+// (or a moved tab brought) is exchanged once and deleted, then GET
+// /api/me says whether we are signed in; connect() once we are.
+async function signIn() {
+  let old = carried;
+  carried = '';
+  try { old = old || localStorage.getItem(TOKEN_KEY) || ''; localStorage.removeItem(TOKEN_KEY); } catch { /* no storage */ }
+  if (old) {
+    const why = await postToken(old);
+    if (why) net.signInError = 'The token this browser kept no longer works: ' + why;
+    else held = old;
+  }
+  if (await whoAmI()) connect();
+}
+
+// signInWithToken is the sign-in screen's "paste a token": '' when it
+// worked (the page connects), else why not.
+async function signInWithToken(token) {
+  const why = await postToken(token);
+  if (why) return why;
+  held = token;
+  net.authNeeded = false;
+  net.signedOut = false;
+  net.signInError = '';
+  net.attempts = 0;
+  if (await whoAmI()) connect();
+  return '';
+}
+
+// signOut ends this browser's session (POST /auth/logout): its WebSockets
+// close, and the sign-in screen comes up.
+async function signOut() {
+  try { await fetch('/auth/logout', { method: 'POST', cache: 'no-store' }); } catch { /* the cookie goes anyway on 401 */ }
+  held = '';
+  askForToken(); // says "you were signed out" while you are still known
+  People.setYou(null);
+}
+
+export { state, net, hooks, requestHandlers, dispatch, connect, retryNow, apiGet, apiCall, askForToken,
+  lookAgain, arrived, signIn, signInWithToken, signOut, DEFAULT_MAX_FRAME_BYTES };

@@ -1,12 +1,11 @@
 // uploads.js — owns the uploads' I/O: each {kind: 'upload'} request of the
 // tray (attachments.js) becomes one XMLHttpRequest POST /api/attachments
-// (fetch cannot report upload progress), with the token as for every API
-// call; its progress, answer or failure is dispatched back. Also the URL a
-// stored file is shown or opened from: <img> and <a> cannot send headers,
-// so the token goes in the query (the page's no-referrer policy keeps it
-// from leaking onward).
+// (fetch cannot report upload progress), signed in by the session cookie as
+// every API call; its progress, answer or failure is dispatched back. Also
+// the URL a stored file is shown or opened from (the cookie goes with
+// <img> and <a> too).
 
-import { requestHandlers, dispatch, getToken, askForToken } from './shell.js';
+import { requestHandlers, dispatch, askForToken } from './shell.js';
 
 const running = new Map(); // upload id → its XMLHttpRequest, for abort
 
@@ -16,8 +15,6 @@ requestHandlers.upload = (req) => {
   const done = () => running.delete(req.upload);
   const fail = (error) => { done(); dispatch({ type: 'upload-failed', upload: req.upload, error }); };
   xhr.open('POST', '/api/attachments?name=' + encodeURIComponent(req.name));
-  const token = getToken();
-  if (token) xhr.setRequestHeader('Authorization', 'Bearer ' + token);
   // The server sniffs the type from the bytes; this only has to be present.
   xhr.setRequestHeader('Content-Type', req.file.type || 'application/octet-stream');
   xhr.responseType = 'json';
@@ -34,7 +31,7 @@ requestHandlers.upload = (req) => {
       dispatch({ type: 'upload-done', upload: req.upload, att: body });
     } else if (xhr.status === 401) {
       askForToken();
-      fail('an access token is needed');
+      fail('you are not signed in');
     } else {
       fail(body.message || 'the server answered ' + xhr.status);
     }
@@ -52,6 +49,5 @@ requestHandlers['upload-abort'] = (req) => {
 
 // attachmentURL is where a stored file is shown (images) or opened.
 export function attachmentURL(sha256) {
-  const token = getToken();
-  return '/api/attachments/' + sha256 + (token ? '?token=' + encodeURIComponent(token) : '');
+  return '/api/attachments/' + sha256;
 }

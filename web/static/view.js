@@ -70,7 +70,7 @@ if ('ResizeObserver' in window) {
 
 function connectionView() {
   if (state.phase === 'live') return Desk.header(state);
-  if (net.authNeeded) return ['offline', 'offline: access token needed'];
+  if (net.authNeeded) return ['offline', 'offline: not signed in'];
   if (!navigator.onLine) return ['offline', 'offline: no network'];
   if (state.phase !== 'down') return ['reconnecting', net.everConnected ? 'reconnecting…' : 'connecting…'];
   if (net.serverFull) {
@@ -147,7 +147,7 @@ function render() {
   el.pending.hidden = inArchive;
   el.empty.hidden = v.items.length > 0 || (!inArchive && state.pending.length > 0);
   el.empty.textContent = state.phase === 'live' ? 'No messages yet.'
-    : net.authNeeded ? 'Enter the access token to see the conversation.'
+    : net.authNeeded ? 'Sign in to see the conversation.'
     : net.serverFull ? 'The server has as many clients as it takes: the conversation appears once a place is free.'
     : connState === 'offline' ? 'Not connected: the conversation appears once the server is reachable.' : 'Connecting…';
   renderEdges(v);
@@ -168,7 +168,7 @@ function render() {
   el.cancel.hidden = !busy || state.phase !== 'live';
   el.cancel.disabled = !busy || state.phase !== 'live' || state.cancelRequested;
   el.cancel.textContent = state.cancelRequested ? 'Cancelling…' : 'Cancel';
-  const comp = net.authNeeded ? { canSend: true, kind: 'offline', reason: 'Enter the access token above to connect; what you send meanwhile is kept.' }
+  const comp = net.authNeeded ? { canSend: true, kind: 'offline', reason: 'Sign in above to connect; what you send meanwhile is kept.' }
     : Core.composer(state);
   el.send.disabled = !comp.canSend || nothingToSend();
   el.send.textContent = comp.kind === 'queue' ? 'Queue' : 'Send';
