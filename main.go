@@ -36,6 +36,11 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "frontdesk:", err)
+		// A request refused as given (frontdesk token …) exits 2.
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
@@ -53,7 +58,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			"       frontdesk mcp [-config FILE] [-data DIR]   the history tools over MCP stdio (frontdesk mcp -h)\n"+
 			"       frontdesk backup -o FILE.tar.gz [flags]   snapshot the data directory, running or not\n"+
 			"       frontdesk restore [flags] FILE.tar.gz     restore a backup into an empty data directory\n"+
-			"       frontdesk healthcheck [-addr HOST:PORT]   exit 0 when the server's /healthz answers 200\n\nflags:\n")
+			"       frontdesk healthcheck [-addr HOST:PORT]   exit 0 when the server's /healthz answers 200\n"+
+			"       frontdesk token add|list|revoke …        people's API tokens (frontdesk token -h)\n"+
+			"       frontdesk login-link <person>            a one-time sign-in link for the web page\n\nflags:\n")
 		fl.PrintDefaults()
 	}
 	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
@@ -70,6 +77,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return runRestore(args[2:], stdout, stderr)
 		case "healthcheck":
 			return runHealthcheck(ctx, args[2:], getenv, stdout, stderr)
+		case "token": // people's credentials (cmd_token.go)
+			return runToken(args[2:], stdout, stderr)
+		case "login-link":
+			return runLoginLink(args[2:], stdout, stderr)
 		}
 	}
 	if len(args) > 1 && args[1] == "mcp" {
