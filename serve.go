@@ -16,6 +16,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/attachments"
+	"github.com/frontdesk-hq/frontdesk/auth"
 	"github.com/frontdesk-hq/frontdesk/channels/console"
 	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/channels/webhook"
@@ -55,7 +56,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	node, err := joinCluster(ctx, cfg, st, getenv, logger)
+	node, err := joinWithCreds(ctx, cfg, st, getenv, logger) // and people's credentials, st.creds (serve_creds.go)
 	if node != nil {
 		defer node.Close()
 	}
@@ -87,6 +88,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	defer stopHub()
 	hubErr := make(chan error, 1)
 	go func() { hubErr <- a.hub.Run(hubCtx) }()
+	defer startCreds(ctx, cfg, st, a.hub, logger)() // credentials: admin socket, audit, pruning
 	// On a cluster node the runner copies the log in and takes part in the
 	// lease election; the holder's doors start when this node wins.
 	var lt leadTasks
@@ -157,6 +159,10 @@ type stores struct {
 	search      *index.Follower
 	files       clusterhub.FileStore // the local store, or on a cluster node the object store cached there
 	local       *attachments.Store   // the local store
+	// creds is people's credentials (serve_creds.go); closeCreds
+	// releases them (once).
+	creds      *auth.Store
+	closeCreds func()
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -212,6 +218,9 @@ func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logg
 // closes the index).
 func (st *stores) close() {
 	st.chatLog.Close()
+	if st.closeCreds != nil {
+		st.closeCreds()
+	}
 	if st.search != nil {
 		st.search.Close()
 	}
