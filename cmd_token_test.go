@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/frontdesk-hq/frontdesk/admin"
+	"github.com/frontdesk-hq/frontdesk/auth"
+)
+
+// tokenConfig writes a config with people ann (admin) and ci (a service)
+// and data_dir under a temp dir; it returns the config path and data dir.
+func tokenConfig(t *testing.T, extra string) (cfg, dir string) {
+	t.Helper()
+	root := t.TempDir()
+	dir = filepath.Join(root, "data")
+	cfg = filepath.Join(root, "config.yaml")
+	y := "data_dir: " + dir + "\npeople:\n  - {id: ann, name: Ann, role: admin}\n  - {id: ci, kind: service, permissions: [talk]}\n" + extra
+	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
+}
+
+// lastLine is the last non-empty line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// grepData fails if any file under dir holds any of secrets.
+func grepData(t *testing.T, dir string, secrets ...string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&fs.ModeSocket != 0 {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds the secret %s", p, s)
+			}
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("walk %s: %v (%d files)", dir, err, n)
+	}
+}
+
+// The commands on a stopped server, then on a running one over its admin
+// socket: tokens printed once on the last line, refused requests exit 2
+// with nothing written, the audit trail in the log (the stopped server's
+// changes at the next start), no secret in any file.
+func TestTokenCommandsStoppedAndRunning(t *testing.T) {
+	cfg, dir := tokenConfig(t, "")
+	out, err := runCmd(t, "token", "add", "ann", "-label", "laptop", "-expires", "90d", "-config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok1 := lastLine(out)
+	if !strings.HasPrefix(tok1, "fd_") {
+		t.Fatalf("last line %q is not the token:\n%s", tok1, out)
+	}
+	credFile := filepath.Join(dir, "auth", auth.FileName)
+	before, err := os.ReadFile(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"token", "add", "ann", "-label", "laptop"}, // duplicate label
+		{"token", "add", "nobody"},                  // unknown person
+		{"token", "add", "ann", "-expires", "soon"}, // bad -expires
+		{"token", "add", "ann", "-expires", "-3d"},  // bad -expires
+		{"login-link", "ci"},                        // a service gets no link
+		{"token", "revoke", "ann", "desktop"},       // no such label
+	} {
+		_, err := runCmd(t, append(args, "-config", cfg)...)
+		var ue *admin.UsageError
+		if !errors.As(err, &ue) || ue.ExitCode() != 2 {
+			t.Errorf("%v: err %v, want a usage error (exit 2)", args, err)
+		}
+		if after, _ := os.ReadFile(credFile); !bytes.Equal(before, after) {
+			t.Fatalf("%v changed the credentials file", args)
+		}
+	}
+	out, err = runCmd(t, "login-link", "ann", "-config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := lastLine(out)
+	code := link[strings.Index(link, "code=")+5:]
+	if !strings.Contains(link, "/auth/link?code=fdl_") {
+		t.Fatalf("link %q", link)
+	}
+	grepData(t, dir, tok1, code)
+
+	srv := runServer(t, "-config", cfg)
+	sock := filepath.Join(dir, admin.SocketName)
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("admin socket: %v %v", st, err)
+	}
+	out, err = runCmd(t, "token", "add", "ann", "-label", "phone", "-config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok2 := lastLine(out)
+	if _, err := runCmd(t, "token", "add", "ann", "-label", "phone", "-config", cfg); !errors.As(err, new(*admin.UsageError)) {
+		t.Fatalf("duplicate over the socket: %v", err)
+	}
+	out, err = runCmd(t, "token", "list", "-config", cfg)
+	if err != nil || !strings.Contains(out, "laptop") || !strings.Contains(out, "phone") || !strings.Contains(out, "link") {
+		t.Fatalf("list %v:\n%s", err, out)
+	}
+	if _, err := runCmd(t, "token", "revoke", "ann", "laptop", "-config", cfg); err != nil {
+		t.Fatal(err)
+	}
+	grepData(t, dir, tok1, tok2, code)
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("admin socket left behind: %v", err)
+	}
+	grepData(t, dir, tok1, tok2, code)
+
+	// The running server wrote through: the stopped store has it.
+	f, err := auth.OpenFile(filepath.Join(dir, "auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := auth.New(f, nil)
+	if _, ok := s.Check(tok1, auth.KindToken); ok {
+		t.Fatal("revoked token still opens")
+	}
+	if c, ok := s.Check(tok2, auth.KindToken); !ok || c.Label != "phone" {
+		t.Fatal("token added while running does not open")
+	}
+	m, _ := s.Meta()
+	if len(m.Pending) != 0 || len(m.People) != 2 {
+		t.Fatalf("meta after the run: %+v", m)
+	}
+
+	// The audit trail: the stopped server's changes (by cli), the people
+	// (by config), the running server's.
+	log, err := os.ReadFile(filepath.Join(dir, "chat_history.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`"action":"token_added","person":"ann","by":"cli","label":"laptop"`,
+		`"action":"link_issued","person":"ann","by":"cli"`,
+		`"action":"added","person":"ann","by":"config","role":"admin"`,
+		`"action":"added","person":"ci","by":"config"`,
+		`"action":"token_added","person":"ann","by":"cli","label":"phone"`,
+		`"action":"token_revoked","person":"ann","by":"cli","label":"laptop"`}
+	for _, w := range want {
+		if !strings.Contains(string(log), w) {
+			t.Errorf("chat log lacks %s", w)
+		}
+	}
+	if strings.Count(string(log), `"person_changed"`) != len(want) {
+		t.Errorf("chat log has %d person_changed events, want %d:\n%s", strings.Count(string(log), `"person_changed"`), len(want), log)
+	}
+}
