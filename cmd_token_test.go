@@ -172,3 +172,64 @@ func TestTokenCommandsStoppedAndRunning(t *testing.T) {
 		t.Errorf("chat log has %d person_changed events, want %d:\n%s", strings.Count(string(log), `"person_changed"`), len(want), log)
 	}
 }
+
+// A changed people list is logged at the next start (by "config"), once.
+func TestPeopleChangesLoggedAtStart(t *testing.T) {
+	cfg, dir := tokenConfig(t, "")
+	srv := runServer(t, "-config", cfg)
+	if err := srv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	y := "data_dir: " + dir + "\npeople:\n  - {id: ann, name: Ann, role: member}\n  - {id: bo, role: viewer}\n"
+	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second start finds nothing new
+		srv = runServer(t, "-config", cfg)
+		if err := srv.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "chat_history.ndjson"))
+	for _, w := range []string{`"action":"role_changed","person":"ann","by":"config","role":"member"`,
+		`"action":"added","person":"bo","by":"config","role":"viewer"`,
+		`"action":"removed","person":"ci","by":"config"`} {
+		if strings.Count(string(log), w) != 1 {
+			t.Errorf("chat log has %s %d times, want once", w, strings.Count(string(log), w))
+		}
+	}
+	if n := strings.Count(string(log), `"person_changed"`); n != 5 {
+		t.Errorf("%d person_changed events, want 5 (2 added, then 3 changes)", n)
+	}
+}
+
+// A stopped cluster node does not write credentials of its own: the
+// command says it needs a running node, and writes nothing.
+func TestTokenOnStoppedClusterNode(t *testing.T) {
+	cfg, dir := tokenConfig(t, "cluster:\n  node: n1\n")
+	_, err := runCmd(t, "token", "add", "ann", "-config", cfg)
+	if err == nil || !strings.Contains(err.Error(), "needs a running node") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "auth")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a stopped cluster node wrote credentials: %v", err)
+	}
+}
+
+// A credentials file that is damaged stops the start with its name.
+func TestDamagedCredentialsStopStart(t *testing.T) {
+	cfg, dir := tokenConfig(t, "")
+	if err := os.MkdirAll(filepath.Join(dir, "auth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "auth", auth.FileName)
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"frontdesk", "-addr", "127.0.0.1:0", "-config", cfg}, func(string) string { return "" },
+		strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("err %v", err)
+	}
+}

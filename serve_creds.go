@@ -90,10 +90,18 @@ func startCreds(ctx context.Context, cfg config.Config, st *stores, h *hub.Sessi
 		logger.Warn("no admin socket: frontdesk token and login-link cannot reach this server", "err", err)
 		stopSock = func() {}
 	}
+	// A single node logs them before it listens; a cluster node when a
+	// holder takes them.
+	clustered := cfg.Cluster.Enabled()
+	if !clustered {
+		auditAtStart(ctx, creds, h, dir, logger)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		auditAtStart(ctx, creds, h, dir, logger)
+		if clustered {
+			auditAtStart(ctx, creds, h, dir, logger)
+		}
 		t := time.NewTicker(pruneEvery)
 		defer t.Stop()
 		for {
