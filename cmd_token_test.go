@@ -233,3 +233,33 @@ func TestDamagedCredentialsStopStart(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// check-config warns, without failing, when people are listed and the
+// shared token is still set.
+func TestCheckConfigWarnsOfSharedToken(t *testing.T) {
+	cfg, _ := tokenConfig(t, "")
+	check := func(token string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		getenv := func(k string) string {
+			if k == "FRONTDESK_AUTH_TOKEN" {
+				return token
+			}
+			return ""
+		}
+		if err := run(t.Context(), []string{"frontdesk", "check-config", "-config", cfg}, getenv,
+			strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("check-config failed: %v\n%s", err, stderr.String())
+		}
+		if !strings.HasSuffix(strings.TrimSpace(stdout.String()), "config ok") {
+			t.Fatalf("no config ok:\n%s", stdout.String())
+		}
+		return stdout.String()
+	}
+	if out := check("a-long-enough-shared-token-1234567890"); !strings.Contains(out, "warning: server.auth_token is set while people are listed") {
+		t.Fatalf("no warning:\n%s", out)
+	}
+	if out := check(""); strings.Contains(out, "warning:") {
+		t.Fatalf("a warning without a shared token:\n%s", out)
+	}
+}
