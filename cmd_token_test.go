@@ -33,6 +33,16 @@ func lastLine(out string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
+// secretOf runs a command that must succeed and returns its last line.
+func secretOf(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runCmd(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lastLine(out)
+}
+
 // grepData fails if any file under dir holds any of secrets.
 func grepData(t *testing.T, dir string, secrets ...string) {
 	t.Helper()
@@ -64,41 +74,12 @@ func grepData(t *testing.T, dir string, secrets ...string) {
 // changes at the next start), no secret in any file.
 func TestTokenCommandsStoppedAndRunning(t *testing.T) {
 	cfg, dir := tokenConfig(t, "")
-	out, err := runCmd(t, "token", "add", "ann", "-label", "laptop", "-expires", "90d", "-config", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok1 := lastLine(out)
+	tok1 := secretOf(t, "token", "add", "ann", "-label", "laptop", "-expires", "90d", "-config", cfg)
 	if !strings.HasPrefix(tok1, "fd_") {
-		t.Fatalf("last line %q is not the token:\n%s", tok1, out)
+		t.Fatalf("last line %q is not the token", tok1)
 	}
-	credFile := filepath.Join(dir, "auth", auth.FileName)
-	before, err := os.ReadFile(credFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"token", "add", "ann", "-label", "laptop"}, // duplicate label
-		{"token", "add", "nobody"},                  // unknown person
-		{"token", "add", "ann", "-expires", "soon"}, // bad -expires
-		{"token", "add", "ann", "-expires", "-3d"},  // bad -expires
-		{"login-link", "ci"},                        // a service gets no link
-		{"token", "revoke", "ann", "desktop"},       // no such label
-	} {
-		_, err := runCmd(t, append(args, "-config", cfg)...)
-		var ue *admin.UsageError
-		if !errors.As(err, &ue) || ue.ExitCode() != 2 {
-			t.Errorf("%v: err %v, want a usage error (exit 2)", args, err)
-		}
-		if after, _ := os.ReadFile(credFile); !bytes.Equal(before, after) {
-			t.Fatalf("%v changed the credentials file", args)
-		}
-	}
-	out, err = runCmd(t, "login-link", "ann", "-config", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := lastLine(out)
+	refusedWritesNothing(t, cfg, filepath.Join(dir, "auth", auth.FileName))
+	link := secretOf(t, "login-link", "ann", "-config", cfg)
 	code := link[strings.Index(link, "code=")+5:]
 	if !strings.Contains(link, "/auth/link?code=fdl_") {
 		t.Fatalf("link %q", link)
@@ -110,14 +91,15 @@ func TestTokenCommandsStoppedAndRunning(t *testing.T) {
 	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("admin socket: %v %v", st, err)
 	}
-	out, err = runCmd(t, "token", "add", "ann", "-label", "phone", "-config", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok2 := lastLine(out)
+	tok2 := secretOf(t, "token", "add", "ann", "-label", "phone", "-config", cfg)
 	if _, err := runCmd(t, "token", "add", "ann", "-label", "phone", "-config", cfg); !errors.As(err, new(*admin.UsageError)) {
 		t.Fatalf("duplicate over the socket: %v", err)
 	}
+	out, err := runCmd(t, "login-link", "ann", "-config", cfg)
+	if host := strings.TrimPrefix(srv.url, "http://"); err != nil || !strings.Contains(lastLine(out), "http://"+host+"/auth/link?code=fdl_") {
+		t.Fatalf("login-link on the running server at %s: %v\n%s", srv.url, err, out)
+	}
+	code2 := lastLine(out)[strings.Index(lastLine(out), "code=")+5:]
 	out, err = runCmd(t, "token", "list", "-config", cfg)
 	if err != nil || !strings.Contains(out, "laptop") || !strings.Contains(out, "phone") || !strings.Contains(out, "link") {
 		t.Fatalf("list %v:\n%s", err, out)
@@ -125,14 +107,14 @@ func TestTokenCommandsStoppedAndRunning(t *testing.T) {
 	if _, err := runCmd(t, "token", "revoke", "ann", "laptop", "-config", cfg); err != nil {
 		t.Fatal(err)
 	}
-	grepData(t, dir, tok1, tok2, code)
+	grepData(t, dir, tok1, tok2, code, code2)
 	if err := srv.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("admin socket left behind: %v", err)
 	}
-	grepData(t, dir, tok1, tok2, code)
+	grepData(t, dir, tok1, tok2, code, code2)
 
 	// The running server wrote through: the stopped store has it.
 	f, err := auth.OpenFile(filepath.Join(dir, "auth"))
@@ -153,23 +135,57 @@ func TestTokenCommandsStoppedAndRunning(t *testing.T) {
 
 	// The audit trail: the stopped server's changes (by cli), the people
 	// (by config), the running server's.
-	log, err := os.ReadFile(filepath.Join(dir, "chat_history.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{`"action":"token_added","person":"ann","by":"cli","label":"laptop"`,
+	wantAudit(t, dir, `"action":"token_added","person":"ann","by":"cli","label":"laptop"`,
 		`"action":"link_issued","person":"ann","by":"cli"`,
 		`"action":"added","person":"ann","by":"config","role":"admin"`,
 		`"action":"added","person":"ci","by":"config"`,
 		`"action":"token_added","person":"ann","by":"cli","label":"phone"`,
-		`"action":"token_revoked","person":"ann","by":"cli","label":"laptop"`}
+		`"action":"link_issued","person":"ann","by":"cli"`,
+		`"action":"token_revoked","person":"ann","by":"cli","label":"laptop"`)
+}
+
+// wantAudit checks the chat log in dir holds each of want and no other
+// person_changed event.
+func wantAudit(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(dir, "chat_history.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range want {
 		if !strings.Contains(string(log), w) {
 			t.Errorf("chat log lacks %s", w)
 		}
 	}
-	if strings.Count(string(log), `"person_changed"`) != len(want) {
-		t.Errorf("chat log has %d person_changed events, want %d:\n%s", strings.Count(string(log), `"person_changed"`), len(want), log)
+	if n := strings.Count(string(log), `"person_changed"`); n != len(want) {
+		t.Errorf("chat log has %d person_changed events, want %d:\n%s", n, len(want), log)
+	}
+}
+
+// refusedWritesNothing runs refused requests on a stopped server: each is
+// a usage error (exit 2) and leaves the credentials file as it was.
+func refusedWritesNothing(t *testing.T, cfg, credFile string) {
+	t.Helper()
+	before, err := os.ReadFile(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"token", "add", "ann", "-label", "laptop"}, // duplicate label
+		{"token", "add", "nobody"},                  // unknown person
+		{"token", "add", "ann", "-expires", "soon"}, // bad -expires
+		{"token", "add", "ann", "-expires", "-3d"},  // bad -expires
+		{"login-link", "ci"},                        // a service gets no link
+		{"token", "revoke", "ann", "desktop"},       // no such label
+	} {
+		_, err := runCmd(t, append(args, "-config", cfg)...)
+		var ue *admin.UsageError
+		if !errors.As(err, &ue) || ue.ExitCode() != 2 {
+			t.Errorf("%v: err %v, want a usage error (exit 2)", args, err)
+		}
+		if after, _ := os.ReadFile(credFile); !bytes.Equal(before, after) {
+			t.Fatalf("%v changed the credentials file", args)
+		}
 	}
 }
 

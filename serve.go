@@ -88,7 +88,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	defer stopHub()
 	hubErr := make(chan error, 1)
 	go func() { hubErr <- a.hub.Run(hubCtx) }()
-	defer startCreds(ctx, cfg, st, a.hub, logger)() // credentials: admin socket, audit, pruning
+	defer startCreds(ctx, cfg, st, a.hub, ln.Addr().String(), logger)() // credentials: admin socket, audit, pruning
 	// On a cluster node the runner copies the log in and takes part in the
 	// lease election; the holder's doors start when this node wins.
 	var lt leadTasks

@@ -71,8 +71,9 @@ func openCreds(ctx context.Context, cfg config.Config, node *cluster.Node, logge
 // admin socket (data_dir/admin.sock), the person_changed events kept while
 // the server was stopped and those of a changed people list (in the
 // background: on a cluster node they wait for a holder), and pruning.
-// The returned func stops them.
-func startCreds(ctx context.Context, cfg config.Config, st *stores, h *hub.SessionManager, logger *slog.Logger) (stop func()) {
+// addr is where the server listens (login links point there). The
+// returned func stops them.
+func startCreds(ctx context.Context, cfg config.Config, st *stores, h *hub.SessionManager, addr string, logger *slog.Logger) (stop func()) {
 	creds := st.creds
 	ctx, cancel := context.WithCancel(ctx)
 	record := func(d event.PersonChangedData) error {
@@ -83,7 +84,7 @@ func startCreds(ctx context.Context, cfg config.Config, st *stores, h *hub.Sessi
 		return nil
 	}
 	dir := people.New(cfg.People)
-	svc := &admin.Service{Store: creds, People: dir, Addr: cfg.Server.Addr, Record: record, By: "cli", Now: time.Now}
+	svc := &admin.Service{Store: creds, People: dir, Addr: addr, Record: record, By: "cli", Now: time.Now}
 	sock := filepath.Join(cfg.DataDir, admin.SocketName)
 	stopSock, err := admin.Listen(sock, svc)
 	if err != nil {
