@@ -165,7 +165,7 @@ func openAdmin(cfgPath, dataDir string) (admin.Admin, func(), error) {
 	dir := filepath.Join(cfg.DataDir, "auth")
 	unlock, err := auth.Lock(dir, 2*time.Second)
 	if errors.Is(err, auth.ErrLocked) {
-		return nil, nil, fmt.Errorf("%w, but nothing answers on %s: the server is starting or stopping; try again in a moment", err, sock)
+		return nil, nil, fmt.Errorf("%w, but nothing answers on %s: the server is starting or stopping (try again in a moment), or runs without its admin socket (its log says why)", err, sock)
 	}
 	if err != nil {
 		return nil, nil, err
