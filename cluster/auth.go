@@ -75,14 +75,17 @@ func (n *Node) AuthDelete(ctx context.Context, key string) error {
 }
 
 // WatchAuth calls fn, on WatchAuth's goroutine, for each credential key
-// put or deleted from now on, by any node, until ctx ends (nil then).
-// value is nil for a deletion.
-func (n *Node) WatchAuth(ctx context.Context, fn func(key string, value []byte)) error {
-	w, err := n.auth.WatchAll(ctx, jetstream.UpdatesOnly())
+// in the bucket now and then for each one put or deleted, by any node,
+// until ctx ends (nil then); value is nil for a deletion. Once the keys
+// there now have been given, synced is called with them: a caller that
+// loaded the bucket before drops what was deleted in between.
+func (n *Node) WatchAuth(ctx context.Context, fn func(key string, value []byte), synced func(keys map[string]bool)) error {
+	w, err := n.auth.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster: watch credentials: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
+	keys := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -93,12 +96,20 @@ func (n *Node) WatchAuth(ctx context.Context, fn func(key string, value []byte))
 				return fmt.Errorf("cluster: watch credentials: the watch ended")
 			case !ok:
 				return nil
-			case e != nil && strings.HasPrefix(e.Key(), "c."):
+			case e == nil: // the keys there now have all been given
+				if keys != nil {
+					synced(keys)
+					keys = nil
+				}
+			case strings.HasPrefix(e.Key(), "c."):
 				if e.Operation() != jetstream.KeyValuePut {
 					fn(e.Key(), nil)
-				} else {
-					fn(e.Key(), e.Value())
+					continue
 				}
+				if keys != nil {
+					keys[e.Key()] = true
+				}
+				fn(e.Key(), e.Value())
 			}
 		}
 	}

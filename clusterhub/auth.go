@@ -98,9 +98,11 @@ func (k AuthKV) SaveMeta(m auth.Meta) error {
 
 // WatchAuth applies to s every change another node (or this one) makes to
 // the bucket, until ctx ends: a revoked credential stops working here as
-// soon as the watch delivers it.
+// soon as the watch delivers it. The watch starts with the bucket's
+// present keys, so what changed between s's Load and the watch is
+// applied too (a credential deleted meanwhile is dropped).
 func WatchAuth(ctx context.Context, n *cluster.Node, s *auth.Store) error {
-	return n.WatchAuth(ctx, func(key string, value []byte) {
+	apply := func(key string, value []byte) {
 		id := strings.TrimPrefix(key, "c.")
 		if value == nil {
 			s.Apply(auth.Credential{}, id)
@@ -110,5 +112,13 @@ func WatchAuth(ctx context.Context, n *cluster.Node, s *auth.Store) error {
 		if json.Unmarshal(value, &c) == nil && c.Hash != "" {
 			s.Apply(c, "")
 		}
-	})
+	}
+	synced := func(keys map[string]bool) {
+		for _, c := range s.List("") {
+			if !keys["c."+c.ID] {
+				s.Apply(auth.Credential{}, c.ID)
+			}
+		}
+	}
+	return n.WatchAuth(ctx, apply, synced)
 }
