@@ -22,6 +22,9 @@ import (
 // never "config ok" and then an error.
 func checkConfig(ctx context.Context, cfg config.Config, getenv func(string) string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "config: listening on %s, data in %s, agent %s\n", cfg.Server.Addr, cfg.DataDir, cfg.Agent.Backend)
+	for _, w := range cfg.PeopleWarnings(getenv) { // warnings, not failures
+		fmt.Fprintln(stdout, "warning:", w)
+	}
 	for _, check := range []func(context.Context, config.Config, func(string) string, io.Writer) error{
 		checkCluster, checkAgent, checkEmbeddings, checkMCP} {
 		if err := check(ctx, cfg, getenv, stdout); err != nil {

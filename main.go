@@ -36,6 +36,11 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "frontdesk:", err)
+		// A request refused as given (frontdesk token …) exits 2.
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
@@ -53,7 +58,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			"       frontdesk mcp [-config FILE] [-data DIR]   the history tools over MCP stdio (frontdesk mcp -h)\n"+
 			"       frontdesk backup -o FILE.tar.gz [flags]   snapshot the data directory, running or not\n"+
 			"       frontdesk restore [flags] FILE.tar.gz     restore a backup into an empty data directory\n"+
-			"       frontdesk healthcheck [-addr HOST:PORT]   exit 0 when the server's /healthz answers 200\n\nflags:\n")
+			"       frontdesk healthcheck [-addr HOST:PORT]   exit 0 when the server's /healthz answers 200\n"+
+			"       frontdesk token add|list|revoke …        people's API tokens (frontdesk token -h)\n"+
+			"       frontdesk login-link <person>            a one-time sign-in link for the web page\n\nflags:\n")
 		fl.PrintDefaults()
 	}
 	cfgPath := fl.String("config", "", "config file (default config.yaml if present)")
@@ -70,6 +77,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return runRestore(args[2:], stdout, stderr)
 		case "healthcheck":
 			return runHealthcheck(ctx, args[2:], getenv, stdout, stderr)
+		case "token": // people's credentials (cmd_token.go)
+			return runToken(args[2:], stdout, stderr)
+		case "login-link":
+			return runLoginLink(args[2:], stdout, stderr)
 		}
 	}
 	if len(args) > 1 && args[1] == "mcp" {
@@ -98,18 +109,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	if err := cfg.CheckAuthToken(getenv); err != nil {
-		return err
-	}
-	// OIDC (issue 29, branch oidc): a client secret variable that is named
-	// must be set, for check-config as for serve.
-	if _, err := cfg.OIDCClientSecret(getenv); err != nil {
+	if err := checkSecrets(cfg, getenv); err != nil {
 		return err
 	}
 	token := cfg.AuthTokenValue(getenv)
-	if err := checkExposure(cfg.Server.Addr, token, cfg.Server.AuthTokenEnv); err != nil {
-		return err
-	}
 	if cmd == "check-config" {
 		return checkConfig(ctx, cfg, getenv, stdout)
 	}
@@ -120,19 +123,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 }
 
 // checkExposure refuses to listen beyond loopback without a token.
-func checkExposure(addr, token, tokenEnv string) error {
-	host, _, _ := net.SplitHostPort(addr)
+func checkExposure(cfg config.Config, token string) error {
+	host, _, _ := net.SplitHostPort(cfg.Server.Addr)
 	if host == "localhost" {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	if token == "" {
+	if token == "" && len(cfg.People) == 0 {
 		return fmt.Errorf("refusing to listen on %s without an auth token: set the %s environment variable "+
-			"(or server.auth_token in the config), or listen on 127.0.0.1", addr, tokenEnv)
+			"(or server.auth_token in the config), list people (each signs in with their own token or link), "+
+			"or listen on 127.0.0.1", cfg.Server.Addr, cfg.Server.AuthTokenEnv)
 	}
 	return nil
+}
+
+// checkSecrets checks what the environment gives before anything starts
+// (check-config as serve): the shared token's strength, a named OIDC
+// client secret variable that is set, and that a public address asks for
+// a credential (a shared token, or people who sign in).
+func checkSecrets(cfg config.Config, getenv func(string) string) error {
+	if err := cfg.CheckAuthToken(getenv); err != nil {
+		return err
+	}
+	if _, err := cfg.OIDCClientSecret(getenv); err != nil {
+		return err
+	}
+	return checkExposure(cfg, cfg.AuthTokenValue(getenv))
 }
 
 // files (nil for check-config) gives the backends the attachments' bytes.

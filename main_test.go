@@ -111,3 +111,25 @@ func TestMaxToolsCountsEveryBuiltinTool(t *testing.T) {
 		t.Fatalf("mcp.max_tools reserves %d tools for the built-in ones; a turn gets %d", a.tools.Builtin, want)
 	}
 }
+
+// A public address needs a credential: a shared token, or people (each
+// signs in with their own); loopback needs neither.
+func TestCheckExposure(t *testing.T) {
+	tests := []struct {
+		name, addr, token string
+		people            []config.Person
+		ok                bool
+	}{
+		{"loopback", "127.0.0.1:8080", "", nil, true},
+		{"public, nothing", "0.0.0.0:8080", "", nil, false},
+		{"public, shared token", "0.0.0.0:8080", "0123456789abcdef", nil, true},
+		{"public, people", "0.0.0.0:8080", "", []config.Person{{ID: "ann", Role: "admin"}}, true},
+	}
+	for _, tc := range tests {
+		cfg := config.Defaults()
+		cfg.Server.Addr, cfg.People = tc.addr, tc.people
+		if err := checkExposure(cfg, tc.token); (err == nil) != tc.ok {
+			t.Errorf("%s: checkExposure = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}

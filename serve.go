@@ -57,7 +57,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	node, err := joinCluster(ctx, cfg, st, getenv, logger)
+	node, err := joinWithCreds(ctx, cfg, st, getenv, logger) // and people's credentials, st.creds (serve_creds.go)
 	if node != nil {
 		defer node.Close()
 	}
@@ -89,6 +89,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	defer stopHub()
 	hubErr := make(chan error, 1)
 	go func() { hubErr <- a.hub.Run(hubCtx) }()
+	defer startCreds(ctx, cfg, st, a.hub, ln.Addr().String(), logger)() // credentials: admin socket, audit, pruning
 	// On a cluster node the runner copies the log in and takes part in the
 	// lease election; the holder's doors start when this node wins.
 	var lt leadTasks
@@ -159,6 +160,13 @@ type stores struct {
 	search      *index.Follower
 	files       clusterhub.FileStore // the local store, or on a cluster node the object store cached there
 	local       *attachments.Store   // the local store
+	// creds is people's credentials (serve_creds.go); closeCreds
+	// releases them (once).
+	creds      *auth.Store
+	closeCreds func()
+	// people is who the doors know (config people, and OIDC guests kept
+	// in creds): the hub's Gate and every door's directory.
+	people *people.Directory
 }
 
 // openStores creates the data directory and opens the chat log (reading
@@ -214,6 +222,9 @@ func openStores(cfg config.Config, getenv func(string) string, logger *slog.Logg
 // closes the index).
 func (st *stores) close() {
 	st.chatLog.Close()
+	if st.closeCreds != nil {
+		st.closeCreds()
+	}
 	if st.search != nil {
 		st.search.Close()
 	}
@@ -290,25 +301,13 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	if a.tools != nil {
 		mcpStates = func() any { return a.tools.States() }
 	}
-	a.ws = ws.New(a.hub, ws.Options{
-		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
-		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
-		PingInterval:       time.Duration(cfg.Server.PingIntervalSec) * time.Second,
-		WriteTimeout:       time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
-		MaxClients:         cfg.Server.MaxClients,
-		FrameRatePerSec:    cfg.Server.FrameRatePerSec,
-		FrameRateBurst:     cfg.Server.FrameRateBurst,
-		Logger:             logger,
-	})
+	a.ws = newWS(cfg, a.hub, logger)
 	registry.MustRegister(a.ws.Collectors()...)
-	// creds: replaced by the creds branch
-	creds, _ := auth.New(auth.Memory{}, nil)
-	// signin: who is behind each web request (web.Options People, Credentials, Auth)
 	a.handler = web.Handler(a.hub, web.Options{
 		Addr:           cfg.Server.Addr,
 		Token:          token,
-		People:         people.New(cfg.People),
-		Credentials:    creds,
+		People:         st.people,
+		Credentials:    st.creds,
 		Auth:           cfg.Auth,
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		AllowedHosts:   cfg.Server.AllowedHosts,
@@ -322,13 +321,27 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
-		Cluster:            clusterStatusFunc(a, node), OIDCClientSecret: oidcClientSecret(cfg, getenv),
+		Cluster:            clusterStatusFunc(a, node),
+		OIDCClientSecret:   oidcClientSecret(cfg, getenv),
 	})
 	return a, nil
 }
 
-// oidcClientSecret is auth.oidc's client secret (issue 29, branch oidc);
-// main has refused to start when its variable is named but empty.
+// newWS is the WebSocket door with the server block's limits.
+func newWS(cfg config.Config, h *hub.SessionManager, logger *slog.Logger) *ws.Handler {
+	return ws.New(h, ws.Options{
+		MaxMessageBytes:    cfg.Server.MaxMessageBytes,
+		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
+		PingInterval:       time.Duration(cfg.Server.PingIntervalSec) * time.Second,
+		WriteTimeout:       time.Duration(cfg.Server.WriteTimeoutSec) * time.Second,
+		MaxClients:         cfg.Server.MaxClients,
+		FrameRatePerSec:    cfg.Server.FrameRatePerSec,
+		FrameRateBurst:     cfg.Server.FrameRateBurst,
+		Logger:             logger,
+	})
+}
+
+// oidcClientSecret is auth.oidc's client secret; main has refused to start when its variable is named but empty.
 func oidcClientSecret(cfg config.Config, getenv func(string) string) string {
 	s, _ := cfg.OIDCClientSecret(getenv)
 	return s

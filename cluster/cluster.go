@@ -161,6 +161,7 @@ type Node struct {
 	files    jetstream.ObjectStore
 	state    jetstream.KeyValue
 	erased   jetstream.KeyValue
+	auth     jetstream.KeyValue // credentials (hashes only), see auth.go
 	replicas int
 	epoch    string // tells this process's message ids from an earlier run's
 
@@ -406,6 +407,7 @@ func (n *Node) bind(ctx context.Context) error {
 		{"object store " + FilesBucket, n.bindFiles},
 		{"state bucket " + StateBucket, n.bindState},
 		{"erasure bucket " + ErasedBucket, n.bindErased},
+		{"credentials bucket " + AuthBucket, n.bindAuth},
 	}
 	for _, s := range steps {
 		var last error

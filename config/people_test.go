@@ -28,7 +28,9 @@ func TestValidatePeople(t *testing.T) {
 		}, "people[1].accounts.telegram"},
 		{"console person", func(c *Config) { c.People = []Person{ann}; c.Channels.Console.Person = "bo" }, "channels.console.person"},
 		{"session days", func(c *Config) { c.Auth.SessionDays = 0 }, "auth.session_days"},
-		{"proxy cidr", func(c *Config) { c.Auth.TrustedProxy = TrustedProxy{From: []string{"10.0.0.1"}, UserHeader: "Remote-User"} }, "auth.trusted_proxy.from[0]"},
+		{"proxy cidr", func(c *Config) {
+			c.Auth.TrustedProxy = TrustedProxy{From: []string{"10.0.0.1"}, UserHeader: "Remote-User"}
+		}, "auth.trusted_proxy.from[0]"},
 		{"proxy no header", func(c *Config) { c.Auth.TrustedProxy.From = []string{"127.0.0.1/32"} }, "auth.trusted_proxy"},
 		{"header from nobody", func(c *Config) { c.Auth.TrustedProxy.UserHeader = "Remote-User" }, "auth.trusted_proxy.from"},
 		{"oidc issuer", func(c *Config) {

@@ -14,7 +14,7 @@ import (
 
 // ForwardedOps are the commands a follower forwards to the holder, which
 // serves each (Serve).
-var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide, opMemory, opErase}
+var ForwardedOps = []string{opSubmit, opCancel, opReset, opDecide, opMemory, opErase, opAudit}
 
 // The forwarded commands' wire: JSON both ways, errors by kind so that the
 // door on the follower answers exactly as the holder's own would.
@@ -194,6 +194,8 @@ func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any,
 		return m.serveMemory(ctx, req)
 	case opErase:
 		return m.serveErase(ctx, req)
+	case opAudit: // audit.go
+		return m.serveAudit(ctx, req)
 	}
 	return nil, fmt.Errorf("unknown forwarded command %q", op)
 }

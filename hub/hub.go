@@ -570,6 +570,8 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 		}
 	case eraseCmd:
 		c.reply <- m.erase(c)
+	case auditCmd: // person_changed (audit.go)
+		c.reply <- m.audit(c)
 	default:
 		if !m.handleCluster(ctx, c) {
 			panic(fmt.Sprintf("hub: unknown command %T", c))
