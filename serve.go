@@ -46,13 +46,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	// Ctrl-\ in the console stops the server as a signal would.
 	ctx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
-	// The console REPL: on when stdin is a terminal (auto), or forced.
-	// Its terminal shows log lines in the console's form from the start.
-	withConsole := cfg.Channels.Console.Enabled == "true" || (cfg.Channels.Console.Enabled == "auto" && console.IsTerminal(stdin))
-	color := console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
-	if withConsole {
-		logs.Readable(color)
-	}
+	withConsole, color := consoleMode(cfg, stdin, stdout, getenv, logs)
 	st, err := openStores(cfg, getenv, logger)
 	if err != nil {
 		return err
@@ -104,7 +98,8 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if withConsole {
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs, Cluster: consoleCluster(a, node),
-				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI})
+				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI,
+				Person: consolePerson(cfg, st.people), Names: st.people.Name})
 		})
 	}
 	if node == nil {
@@ -275,7 +270,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 	}
 
 	if cfg.Channels.Email.Enabled {
-		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st.files, a.state.MailReplicate()); err != nil {
+		if a.mail, err = newEmail(cfg, a.hub, getenv, logger, st, a.state.MailReplicate()); err != nil {
 			return nil, err // it names the channel and the variable to set
 		}
 		registry.MustRegister(a.mail.Collector())
@@ -325,6 +320,46 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		OIDCClientSecret:   oidcClientSecret(cfg, getenv),
 	})
 	return a, nil
+}
+
+// consoleMode says whether the console REPL runs — on when stdin is a
+// terminal (auto), or forced — and in color; its terminal shows log lines
+// in the console's form from the start.
+func consoleMode(cfg config.Config, stdin io.Reader, stdout io.Writer, getenv func(string) string, logs *console.LogSink) (on, color bool) {
+	on = cfg.Channels.Console.Enabled == "true" || (cfg.Channels.Console.Enabled == "auto" && console.IsTerminal(stdin))
+	color = console.IsTerminal(stdout) && getenv("NO_COLOR") == ""
+	if on {
+		logs.Readable(color)
+	}
+	return on, color
+}
+
+// consolePerson is who types at the terminal: channels.console.person, or
+// the first admin (the implicit owner without people).
+func consolePerson(cfg config.Config, dir *people.Directory) string {
+	if cfg.Channels.Console.Person != "" {
+		return cfg.Channels.Console.Person
+	}
+	if p := dir.FirstAdmin(); p != nil {
+		return p.ID
+	}
+	return ""
+}
+
+// emailPeople is the email door's people: the person whose emails hold a
+// sender, and whether they may talk. Without people (the implicit owner)
+// a sender is nobody: allow_from alone decides, as before.
+func emailPeople(dir *people.Directory) func(string) (string, bool) {
+	if dir.Implicit() {
+		return nil
+	}
+	return func(addr string) (string, bool) {
+		p := dir.ByEmail(addr)
+		if p == nil {
+			return "", false
+		}
+		return p.ID, p.Can(event.PermTalk)
+	}
 }
 
 // newWS is the WebSocket door with the server block's limits.
@@ -390,6 +425,8 @@ func newHub(cfg config.Config, logger *slog.Logger, st *stores, ag agent.Agent, 
 		MaxMessageBytes:     cfg.Server.MaxMessageBytes,
 		Cluster:             link,
 		Erased:              st.eraser(cfg, logger, nil).Later,
+		Gate:                st.people,
+		ApprovalsNotSelf:    cfg.MCP.Approvals.NotSelf,
 	}, lg, ag)
 }
 
@@ -471,11 +508,13 @@ func (a *app) schedulesChanged() {
 // silently not answering mail. It stops before the hub at shutdown, so no
 // mail is handed to a stopping session; what is unanswered waits in
 // <data_dir>/email for the next start.
-func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, files email.AttachmentStore,
+func newEmail(cfg config.Config, h *hub.SessionManager, getenv func(string) string, logger *slog.Logger, st *stores,
 	replicate func([]byte) error) (*email.Channel, error) {
 	e := cfg.Channels.Email
+	files := st.files
 	return email.New(h, email.Options{
 		Address: e.Address, AllowFrom: e.AllowFrom, MaxBytes: e.MaxBytes, RatePerHour: e.RatePerHour,
+		People: emailPeople(st.people),
 		IMAP: email.IMAPOptions{Addr: e.IMAP.Addr, TLS: e.IMAP.TLS, Username: e.IMAP.Username,
 			Password: getenv(e.IMAP.PasswordEnv), PasswordEnv: e.IMAP.PasswordEnv, Mailbox: e.IMAP.Mailbox,
 			Idle: e.IMAP.Idle, PollInterval: time.Duration(e.IMAP.PollIntervalSec) * time.Second},

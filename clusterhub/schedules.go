@@ -40,6 +40,7 @@ type (
 	wireSpec struct {
 		schedule.Spec
 		CreatedBy string `json:"created_by"`
+		Person    string `json:"person,omitempty"`
 	}
 	wireID    struct{ ID string }
 	schedWire struct {
@@ -55,7 +56,7 @@ func (s Schedules) Create(ctx context.Context, sp schedule.Spec) (schedule.Sched
 		return s.Local.Create(ctx, sp)
 	}
 	var sc schedule.Schedule
-	return sc, s.forward(ctx, schedCreate, wireSpec{sp, sp.CreatedBy}, &sc)
+	return sc, s.forward(ctx, schedCreate, wireSpec{sp, sp.CreatedBy, sp.Person}, &sc)
 }
 
 // List returns the holder's schedules.
@@ -140,7 +141,7 @@ func ServeSchedules(ctx context.Context, n *cluster.Node, local *schedule.Schedu
 			if w.CreatedBy != schedule.CreatedByAPI {
 				return nil, errCreatedBy
 			}
-			w.Spec.CreatedBy = w.CreatedBy
+			w.Spec.CreatedBy, w.Spec.Person = w.CreatedBy, w.Person
 			return local.Create(ctx, w.Spec)
 		},
 		schedList: func(ctx context.Context, _ []byte) (any, error) { return local.List(ctx) },

@@ -70,6 +70,11 @@ func (m *SessionManager) Submit(ctx context.Context, in Input) (Result, error) {
 // check is clean and resolveAttachments: what Submit checks of every
 // input, here and on the holder for a forwarded one.
 func (m *SessionManager) check(in Input) (Input, error) {
+	if in.Person != "" {
+		if err := m.allow(Actor{Door: in.Channel, Person: in.Person, SignedIn: in.SignedIn}, event.PermTalk); err != nil {
+			return in, err
+		}
+	}
 	in, err := clean(in, m.cfg.MaxMessageBytes)
 	if err != nil {
 		return in, err
@@ -89,22 +94,30 @@ func (m *SessionManager) submitHere(ctx context.Context, in Input) (Result, erro
 
 // Cancel cancels the running turn; it reports whether one was running.
 // Inputs waiting to run are not touched: the first of them starts next.
-// The notice does not say who cancelled; doors use CancelBy.
+// The notice does not say who cancelled, and no Gate is asked: doors use
+// CancelBy.
 func (m *SessionManager) Cancel(ctx context.Context) (bool, error) {
-	return m.CancelBy(ctx, "")
+	return m.cancel(ctx, Actor{})
 }
 
-// CancelBy is Cancel, naming who cancelled in the notice ("Cancelled from
-// the web after 2.6 s.") and its data field by: a channel (web, console,
-// email, webhook, schedule), CancelByAPI or CancelByReset.
-func (m *SessionManager) CancelBy(ctx context.Context, by string) (bool, error) {
+// CancelBy is Cancel for a, named in the notice ("Cancelled from the web
+// after 2.6 s.") and its data fields by (a.Door: a channel, CancelByAPI)
+// and person. A *ForbiddenError when a may not cancel: nothing changed.
+func (m *SessionManager) CancelBy(ctx context.Context, a Actor) (bool, error) {
+	if err := m.allow(a, event.PermCancel); err != nil {
+		return false, err
+	}
+	return m.cancel(ctx, a)
+}
+
+func (m *SessionManager) cancel(ctx context.Context, a Actor) (bool, error) {
 	if m.following() {
 		var ok bool
-		err := m.forward(ctx, opCancel, by, &ok)
+		err := m.forward(ctx, opCancel, a, &ok)
 		return ok, err
 	}
 	reply := make(chan bool, 1)
-	return call(ctx, m, cancelCmd{by: by, reply: reply}, reply)
+	return call(ctx, m, cancelCmd{by: a.Door, person: a.Person, reply: reply}, reply)
 }
 
 // Info returns a snapshot of the session.
@@ -131,18 +144,24 @@ func (m *SessionManager) Subscribe(ctx context.Context, since int64) (*Subscript
 	}
 }
 
-// Reset runs the reset sequence now (reason ResetManual or ResetIdle) and
-// returns the reset event's data. A *StorageError means the reset's files
-// could not be written and nothing changed (a running turn was cancelled
-// all the same).
-func (m *SessionManager) Reset(ctx context.Context, reason string) (event.ResetData, error) {
+// Reset runs the reset sequence now (reason ResetManual or ResetIdle) for
+// a and returns the reset event's data. A *StorageError means the reset's
+// files could not be written and nothing changed (a running turn was
+// cancelled all the same); a *ForbiddenError that a may not reset (a
+// manual reset needs PermReset), and nothing changed at all.
+func (m *SessionManager) Reset(ctx context.Context, reason string, a Actor) (event.ResetData, error) {
+	if reason == ResetManual {
+		if err := m.allow(a, event.PermReset); err != nil {
+			return event.ResetData{}, err
+		}
+	}
 	if m.following() {
 		var d event.ResetData
-		err := m.forward(ctx, opReset, reason, &d)
+		err := m.forward(ctx, opReset, wireReset{Reason: reason, Actor: a}, &d)
 		return d, err
 	}
 	reply := make(chan resetReply, 1)
-	r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+	r, err := call(ctx, m, resetCmd{reason: reason, person: a.Person, reply: reply}, reply)
 	if err != nil {
 		return event.ResetData{}, err
 	}

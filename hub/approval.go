@@ -50,6 +50,7 @@ const DefaultApprovalTimeout = 300 * time.Second
 
 type approval struct {
 	id, turn string
+	person   string                        // whose turn asked (turn.person)
 	reply    chan event.ApprovalResultData // buffered: the hub never waits on it
 	timer    *time.Timer
 }
@@ -63,8 +64,9 @@ type (
 		reply        chan event.ApprovalResultData
 	}
 	decideCmd struct {
-		id, decision, by string
-		reply            chan decideReply
+		id, decision string
+		actor        Actor
+		reply        chan decideReply
 	}
 	decideReply struct {
 		d   event.ApprovalResultData
@@ -92,7 +94,7 @@ func (m *SessionManager) ask(ctx context.Context, c approvalCmd) {
 		m.failTurn(ctx, storageErr("record approval_request", err))
 		return
 	}
-	a := &approval{id: id, turn: c.turn, reply: c.reply}
+	a := &approval{id: id, turn: c.turn, person: m.turn.person, reply: c.reply}
 	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() {
 		select {
 		case m.cmds <- approvalTimeoutCmd{id}:
@@ -102,8 +104,9 @@ func (m *SessionManager) ask(ctx context.Context, c approvalCmd) {
 	m.approvals[id] = a
 }
 
-// decide answers the approval id; "" means the only one waiting.
-func (m *SessionManager) decide(id, decision, by string) (event.ApprovalResultData, error) {
+// decide answers the approval id for a; "" means the only one waiting.
+// With Config.ApprovalsNotSelf the person whose turn asked may not answer.
+func (m *SessionManager) decide(id, decision string, actor Actor) (event.ApprovalResultData, error) {
 	if decision != event.Approve && decision != event.Deny {
 		return event.ApprovalResultData{}, ErrBadDecision
 	}
@@ -124,14 +127,22 @@ func (m *SessionManager) decide(id, decision, by string) (event.ApprovalResultDa
 		}
 		return event.ApprovalResultData{}, ErrNoApproval
 	}
-	return m.resolve(a, decision, by), nil
+	if m.cfg.ApprovalsNotSelf && a.person != "" && a.person == actor.Person {
+		name := actor.Person
+		if m.cfg.Gate != nil && m.cfg.Gate.Name(name) != "" {
+			name = m.cfg.Gate.Name(name)
+		}
+		return event.ApprovalResultData{}, &ForbiddenError{Person: actor.Person, Permission: event.PermApprove,
+			Message: fmt.Sprintf("%s asked for this call and may not approve it (mcp.approvals.not_self): someone else must answer", name)}
+	}
+	return m.resolve(a, decision, actor.Door, actor.Person), nil
 }
 
 // resolve publishes the result and hands it to the waiting tool call.
-func (m *SessionManager) resolve(a *approval, decision, by string) event.ApprovalResultData {
+func (m *SessionManager) resolve(a *approval, decision, by, person string) event.ApprovalResultData {
 	a.timer.Stop()
 	delete(m.approvals, a.id)
-	d := event.ApprovalResultData{ID: a.id, Decision: decision, By: by}
+	d := event.ApprovalResultData{ID: a.id, Decision: decision, By: by, Person: person}
 	if err := m.publish(event.New(event.ApprovalResult, a.turn, time.Time{}, d)); err != nil {
 		// An answer the log cannot keep is not acted on: the call is
 		// denied, and the turn's fault ends it (see markFault).
@@ -158,7 +169,7 @@ func (m *SessionManager) rememberDecided(d event.ApprovalResultData) {
 func (m *SessionManager) denyWaiting(turn, by string) {
 	for _, a := range m.approvals {
 		if a.turn == turn {
-			m.resolve(a, event.Deny, by)
+			m.resolve(a, event.Deny, by, "")
 		}
 	}
 }
@@ -167,14 +178,17 @@ func (m *SessionManager) denyWaiting(turn, by string) {
 // event.Deny, by names the door. id "" answers the only one waiting.
 // ErrNoApproval if none is waiting with that id, an error wrapping
 // ErrDecided (with the standing result) if it was already decided.
-func (m *SessionManager) Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error) {
+func (m *SessionManager) Decide(ctx context.Context, id, decision string, a Actor) (event.ApprovalResultData, error) {
+	if err := m.allow(a, event.PermApprove); err != nil {
+		return event.ApprovalResultData{}, err
+	}
 	if m.following() {
 		var d event.ApprovalResultData
-		err := m.forward(ctx, opDecide, wireDecide{ID: id, Decision: decision, By: by}, &d)
+		err := m.forward(ctx, opDecide, wireDecide{ID: id, Decision: decision, By: a.Door, Actor: a}, &d)
 		return d, err
 	}
 	reply := make(chan decideReply, 1)
-	r, err := call(ctx, m, decideCmd{id: id, decision: decision, by: by, reply: reply}, reply)
+	r, err := call(ctx, m, decideCmd{id: id, decision: decision, actor: a, reply: reply}, reply)
 	if err != nil {
 		return event.ApprovalResultData{}, err
 	}

@@ -60,14 +60,14 @@ func TestApprovalApproveDenyTimeout(t *testing.T) {
 	if req.Tool != "files__delete" || req.Server != "files" || string(req.Args) != `{"path":"/tmp/x"}` || req.ID == "" {
 		t.Fatalf("request %+v", req)
 	}
-	d, err := h.Decide(ctxT(t), req.ID, event.Approve, "web")
+	d, err := h.Decide(ctxT(t), req.ID, event.Approve, Actor{Door: "web"})
 	if err != nil || d.Decision != event.Approve || d.By != "web" {
 		t.Fatalf("decide: %+v %v", d, err)
 	}
-	if d, err := h.Decide(ctxT(t), req.ID, event.Deny, "api"); !errors.Is(err, ErrDecided) || d.Decision != event.Approve || d.By != "web" {
+	if d, err := h.Decide(ctxT(t), req.ID, event.Deny, Actor{Door: "api"}); !errors.Is(err, ErrDecided) || d.Decision != event.Approve || d.By != "web" {
 		t.Errorf("a second answer: %+v %v, want ErrDecided with the first answer", d, err)
 	}
-	if _, err := h.Decide(ctxT(t), "a424242", event.Deny, "api"); !errors.Is(err, ErrNoApproval) || errors.Is(err, ErrDecided) {
+	if _, err := h.Decide(ctxT(t), "a424242", event.Deny, Actor{Door: "api"}); !errors.Is(err, ErrNoApproval) || errors.Is(err, ErrDecided) {
 		t.Errorf("an unknown id: %v, want ErrNoApproval", err)
 	}
 	evs := until(t, s, event.TurnEnd)
@@ -80,7 +80,7 @@ func TestApprovalApproveDenyTimeout(t *testing.T) {
 
 	submit(t, h, "delete it again", "c2")
 	req = approvalRequest(t, s)
-	if _, err := h.Decide(ctxT(t), "", event.Deny, "console"); err != nil { // "" = the only one waiting
+	if _, err := h.Decide(ctxT(t), "", event.Deny, Actor{Door: "console"}); err != nil { // "" = the only one waiting
 		t.Fatal(err)
 	}
 	if reply := replyOf(t, until(t, s, event.TurnEnd)); !strings.Contains(reply, "the user denied this call") || !strings.Contains(reply, "console") || runs.Load() != 1 {
@@ -99,7 +99,7 @@ func TestApprovalApproveDenyTimeout(t *testing.T) {
 	if res.Decision != event.Deny || res.By != ByTimeout || !strings.Contains(replyOf(t, evs), "nobody approved") || runs.Load() != 1 {
 		t.Errorf("timeout: %+v, reply %q, runs %d", res, replyOf(t, evs), runs.Load())
 	}
-	if _, err := h.Decide(ctxT(t), "a999", "maybe", "web"); !errors.Is(err, ErrBadDecision) {
+	if _, err := h.Decide(ctxT(t), "a999", "maybe", Actor{Door: "web"}); !errors.Is(err, ErrBadDecision) {
 		t.Errorf("bad decision: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestApprovalCancelWhileWaiting(t *testing.T) {
 	if st := data[event.TurnEndData](t, evs[len(evs)-1]).Status; st != event.StatusCancelled || runs.Load() != 0 {
 		t.Errorf("turn %s, runs %d", st, runs.Load())
 	}
-	if _, err := h.Decide(ctxT(t), req.ID, event.Approve, "web"); !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), "deny by cancel") {
+	if _, err := h.Decide(ctxT(t), req.ID, event.Approve, Actor{Door: "web"}); !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), "deny by cancel") {
 		t.Errorf("approve after cancel: %v, want ErrDecided (deny by cancel)", err)
 	}
 }
@@ -220,7 +220,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 		var req event.ApprovalRequestData
 		next(event.ApprovalRequest).Decode(&req)
 		t0 := time.Now()
-		if _, err := m.Decide(ctx, req.ID, event.Approve, "web"); err != nil {
+		if _, err := m.Decide(ctx, req.ID, event.Approve, Actor{Door: "web"}); err != nil {
 			b.Fatal(err)
 		}
 		<-ran

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +33,9 @@ var (
 
 type (
 	eraseCmd struct {
-		seq int64
-		by  string
+		seq    int64
+		by     string
+		person string
 		// disk is the event at seq as the chat log holds it (found: it
 		// does), read off the hub's goroutine; the buffer's wins.
 		disk  event.Event
@@ -63,16 +65,19 @@ type (
 // ErrNotMessage, ErrAlreadyErased refuse it; a *StorageError means the
 // log could not take it (nothing was erased). A follower forwards it to
 // the holder, which judges it.
-func (m *SessionManager) Erase(ctx context.Context, seq int64, by string) (event.ErasedData, error) {
+func (m *SessionManager) Erase(ctx context.Context, seq int64, a Actor) (event.ErasedData, error) {
+	if err := m.allow(a, event.PermErase); err != nil {
+		return event.ErasedData{}, err
+	}
 	if seq <= 0 {
 		return event.ErasedData{}, ErrBadSeq
 	}
 	if m.following() {
 		var d event.ErasedData
-		err := m.forward(ctx, opErase, wireErase{Seq: seq, By: by}, &d)
+		err := m.forward(ctx, opErase, wireErase{Seq: seq, By: a.Door, Actor: a}, &d)
 		return d, err
 	}
-	r, err := m.eraseHere(ctx, eraseCmd{seq: seq, by: by})
+	r, err := m.eraseHere(ctx, eraseCmd{seq: seq, by: a.Door, person: a.Person})
 	if err != nil {
 		return r.d, err
 	}
@@ -172,6 +177,7 @@ func (m *SessionManager) erase(c eraseCmd) eraseReply {
 		return eraseReply{err: ErrNotMessage}
 	}
 	d := event.ErasedOf(e, c.by)
+	d.Person = c.person
 	ee, err := m.commit(event.New(event.Erased, "", m.now(), d))
 	if err != nil {
 		return eraseReply{err: storageErr("erase", err)}
@@ -294,8 +300,9 @@ const opErase = "erase"
 
 // wireErase is a forwarded erase.
 type wireErase struct {
-	Seq int64  `json:"seq"`
-	By  string `json:"by"`
+	Seq   int64  `json:"seq"`
+	By    string `json:"by"`
+	Actor Actor  `json:"actor"`
 }
 
 // serveErase erases what another node forwarded, judged as a door here
@@ -305,13 +312,16 @@ func (m *SessionManager) serveErase(ctx context.Context, req []byte) (event.Eras
 	if err := json.Unmarshal(req, &w); err != nil {
 		return event.ErasedData{}, err
 	}
-	if err := forwardedBy(w.By); err != nil {
-		return event.ErasedData{}, err
+	if w.Actor.Door == "" {
+		w.Actor.Door = w.By // a node of an earlier version names no actor
+	}
+	if err := forwardedActor(m, w.Actor, event.PermErase); err != nil || w.Actor.Door != w.By {
+		return event.ErasedData{}, cmp.Or[error](err, errForwardedBy)
 	}
 	if w.Seq <= 0 {
 		return event.ErasedData{}, ErrBadSeq
 	}
-	r, err := m.eraseHere(ctx, eraseCmd{seq: w.Seq, by: w.By})
+	r, err := m.eraseHere(ctx, eraseCmd{seq: w.Seq, by: w.By, person: w.Actor.Person})
 	if err != nil {
 		return r.d, err
 	}

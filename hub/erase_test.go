@@ -61,15 +61,15 @@ func TestEraseMessage(t *testing.T) {
 	// A turn first, so that no item's id (m1, m2, …) is the seq of the
 	// event that saved it.
 	runTurn(t, h, "Good morning.")
-	partial, err := h.MemorySave(ctx, "Lives in Lisbon. The wifi password is quokkablue at home.", memory.SourceWeb)
+	partial, err := h.MemorySave(ctx, "Lives in Lisbon. The wifi password is quokkablue at home.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, err := h.MemorySave(ctx, "the wifi password is quokkablue at home", memory.SourceAgent)
+	whole, err := h.MemorySave(ctx, "the wifi password is quokkablue at home", Actor{Door: memory.SourceAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := h.MemorySave(ctx, "Likes green tea.", memory.SourceWeb)
+	other, err := h.MemorySave(ctx, "Likes green tea.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestEraseMessage(t *testing.T) {
 	seq := runTurn(t, h, "the wifi password is quokkablue at home")
 	s, _ := subscribe(t, h, seq)
 
-	d, err := h.Erase(ctx, seq, event.ChannelWeb)
+	d, err := h.Erase(ctx, seq, Actor{Door: event.ChannelWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestEraseMessage(t *testing.T) {
 		{seq, ErrAlreadyErased}, {seq + 2, ErrNotMessage}, {savedSeq[other.ID], ErrNotMessage},
 		{1 << 40, ErrNoEvent}, {0, ErrBadSeq}, {-1, ErrBadSeq},
 	} {
-		if _, err := h.Erase(ctx, c.seq, event.ChannelWeb); !errors.Is(err, c.want) {
+		if _, err := h.Erase(ctx, c.seq, Actor{Door: event.ChannelWeb}); !errors.Is(err, c.want) {
 			t.Errorf("Erase(%d) = %v, want %v", c.seq, err, c.want)
 		}
 	}
@@ -181,16 +181,16 @@ func TestErasedItemsRebuildFromTheLog(t *testing.T) {
 	h := startHub(t, cfg, &requests{})
 	ctx := ctxT(t)
 	// The item that is nothing but the quote is deleted, its save erased.
-	if _, err := h.MemorySave(ctx, "the wifi password is quokkablue at home", memory.SourceAgent); err != nil {
+	if _, err := h.MemorySave(ctx, "the wifi password is quokkablue at home", Actor{Door: memory.SourceAgent}); err != nil {
 		t.Fatal(err)
 	}
-	partial, _ := h.MemorySave(ctx, "Lives in Lisbon. The wifi password is quokkablue at home.", memory.SourceWeb)
+	partial, _ := h.MemorySave(ctx, "Lives in Lisbon. The wifi password is quokkablue at home.", Actor{Door: memory.SourceWeb})
 	seq := runTurn(t, h, "the wifi password is quokkablue at home")
-	if _, err := h.Erase(ctx, seq, event.ChannelWeb); err != nil {
+	if _, err := h.Erase(ctx, seq, Actor{Door: event.ChannelWeb}); err != nil {
 		t.Fatal(err)
 	}
 	// A save after the erase: its id was counted past the erased save's.
-	later, _ := h.MemorySave(ctx, "Likes green tea.", memory.SourceWeb)
+	later, _ := h.MemorySave(ctx, "Likes green tea.", Actor{Door: memory.SourceWeb})
 	h.stop()
 	// The files as an Applier leaves them: every erased event's line its tombstone.
 	evs := readLog(t, dir)
@@ -226,7 +226,7 @@ func TestRestartAppliesErasuresAgain(t *testing.T) {
 	dir := t.TempDir()
 	h := startHub(t, Config{DataDir: dir}, &requests{})
 	seq := runTurn(t, h, "the wifi password is quokkablue")
-	if _, err := h.Erase(ctxT(t), seq, event.ChannelConsole); err != nil {
+	if _, err := h.Erase(ctxT(t), seq, Actor{Door: event.ChannelConsole}); err != nil {
 		t.Fatal(err)
 	}
 	h.stop()
@@ -241,7 +241,7 @@ func TestRestartAppliesErasuresAgain(t *testing.T) {
 	if d := <-again; d.Seq != seq || d.By != event.ChannelConsole {
 		t.Errorf("Config.Erased at start got %+v, want seq %d by console", d, seq)
 	}
-	if _, err := h2.Erase(ctxT(t), seq, event.ChannelWeb); !errors.Is(err, ErrAlreadyErased) {
+	if _, err := h2.Erase(ctxT(t), seq, Actor{Door: event.ChannelWeb}); !errors.Is(err, ErrAlreadyErased) {
 		t.Errorf("Erase after the restart = %v, want ErrAlreadyErased", err)
 	}
 }
@@ -276,7 +276,7 @@ func TestForwardedErase(t *testing.T) {
 			t.Errorf("%s: answered %q, want %q", tc.name, got, tc.code)
 		}
 	}
-	d, err := b.Erase(ctxT(t), seq, event.ChannelWeb)
+	d, err := b.Erase(ctxT(t), seq, Actor{Door: event.ChannelWeb})
 	if err != nil || d.Seq != seq || d.By != event.ChannelWeb {
 		t.Fatalf("erase through the follower: %+v, %v", d, err)
 	}
@@ -289,7 +289,7 @@ func TestForwardedErase(t *testing.T) {
 			t.Errorf("the follower's replay still holds the text: %s", f.JSON)
 		}
 	}
-	if _, err := b.Erase(ctxT(t), seq, event.ChannelWeb); !errors.Is(err, ErrAlreadyErased) {
+	if _, err := b.Erase(ctxT(t), seq, Actor{Door: event.ChannelWeb}); !errors.Is(err, ErrAlreadyErased) {
 		t.Errorf("erasing again through the follower: %v, want ErrAlreadyErased", err)
 	}
 	g.Release <- struct{}{}

@@ -27,6 +27,8 @@ type wireInput struct {
 	Patient     bool               `json:"patient,omitempty"`
 	Attachments []event.Attachment `json:"attachments,omitempty"`
 	ScheduleID  string             `json:"schedule_id,omitempty"`
+	Person      string             `json:"person,omitempty"`
+	SignedIn    bool               `json:"signed_in,omitempty"`
 }
 
 type wireResult struct {
@@ -40,6 +42,12 @@ type wireDecide struct {
 	ID       string `json:"id"`
 	Decision string `json:"decision"`
 	By       string `json:"by"`
+	Actor    Actor  `json:"actor"`
+}
+
+type wireReset struct {
+	Reason string `json:"reason"`
+	Actor  Actor  `json:"actor"`
 }
 
 type wireAnswer struct {
@@ -67,12 +75,15 @@ func toWireErr(err error) *wireErr {
 	var (
 		in *InputError
 		se *StorageError
+		fe *ForbiddenError
 	)
 	switch {
 	case errors.As(err, &in):
 		return &wireErr{Kind: "input", Code: in.Code, Message: in.Message}
 	case errors.As(err, &se):
 		return &wireErr{Kind: "storage", Code: se.Code, Op: se.Op, Message: se.Err.Error()}
+	case errors.As(err, &fe):
+		return &wireErr{Kind: "forbidden", Code: fe.Permission, Op: fe.Person, Message: fe.Message}
 	}
 	for kind, e := range wireErrs {
 		if errors.Is(err, e) {
@@ -88,6 +99,8 @@ func (w *wireErr) err() error {
 		return &InputError{Code: w.Code, Message: w.Message}
 	case "storage":
 		return &StorageError{Code: w.Code, Op: w.Op, Err: errors.New(w.Message)}
+	case "forbidden":
+		return &ForbiddenError{Permission: w.Code, Person: w.Op, Message: w.Message}
 	}
 	if e, ok := wireErrs[w.Kind]; ok {
 		if e.Error() == w.Message {
@@ -107,6 +120,15 @@ var forwardingDoors = []string{event.ChannelWeb, CancelByAPI, event.ChannelConso
 // errForwardedBy refuses a forwarded change that names someone no door
 // that forwards would.
 var errForwardedBy = &InputError{"bad_by", "a forwarded change must come from the web, the API or the console"}
+
+// forwardedActor checks a forwarded change's actor: a door that forwards,
+// and the Gate's word on this node too.
+func forwardedActor(m *SessionManager, a Actor, perm string) error {
+	if err := forwardedBy(a.Door); err != nil {
+		return err
+	}
+	return m.allow(a, perm)
+}
 
 // forwardedBy checks who a forwarded change says it comes from (it is
 // written to the log: a notice, an approval_result, a memory_changed).
@@ -153,25 +175,32 @@ func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any,
 	case opSubmit:
 		return m.serveSubmit(ctx, req)
 	case opCancel:
-		var by string
-		if err := json.Unmarshal(req, &by); err != nil {
-			return nil, err
+		var a Actor
+		if err := json.Unmarshal(req, &a.Door); err != nil { // a node of an earlier version sends the door alone
+			if err := json.Unmarshal(req, &a); err != nil {
+				return nil, err
+			}
 		}
-		if err := forwardedBy(by); err != nil {
+		if err := forwardedActor(m, a, event.PermCancel); err != nil {
 			return nil, err
 		}
 		reply := make(chan bool, 1)
-		return call(ctx, m, cancelCmd{by: by, reply: reply}, reply)
+		return call(ctx, m, cancelCmd{by: a.Door, person: a.Person, reply: reply}, reply)
 	case opReset:
-		var reason string
-		if err := json.Unmarshal(req, &reason); err != nil {
-			return nil, err
+		var w wireReset
+		if err := json.Unmarshal(req, &w.Reason); err != nil { // a node of an earlier version sends the reason alone
+			if err := json.Unmarshal(req, &w); err != nil {
+				return nil, err
+			}
 		}
-		if reason != ResetManual {
+		if w.Reason != ResetManual {
 			return nil, &InputError{"bad_reason", "a forwarded reset is a manual one"}
 		}
+		if err := m.allow(w.Actor, event.PermReset); err != nil {
+			return nil, err
+		}
 		reply := make(chan resetReply, 1)
-		r, err := call(ctx, m, resetCmd{reason: reason, reply: reply}, reply)
+		r, err := call(ctx, m, resetCmd{reason: w.Reason, person: w.Actor.Person, reply: reply}, reply)
 		if err == nil {
 			err = r.err
 		}
@@ -181,11 +210,14 @@ func (m *SessionManager) serve(ctx context.Context, op string, req []byte) (any,
 		if err := json.Unmarshal(req, &d); err != nil {
 			return nil, err
 		}
-		if err := forwardedBy(d.By); err != nil {
+		if d.Actor.Door == "" {
+			d.Actor.Door = d.By // a node of an earlier version names no actor
+		}
+		if err := forwardedActor(m, d.Actor, event.PermApprove); err != nil {
 			return nil, err
 		}
 		reply := make(chan decideReply, 1)
-		r, err := call(ctx, m, decideCmd{id: d.ID, decision: d.Decision, by: d.By, reply: reply}, reply)
+		r, err := call(ctx, m, decideCmd{id: d.ID, decision: d.Decision, actor: d.Actor, reply: reply}, reply)
 		if err == nil {
 			err = r.err
 		}
@@ -209,7 +241,8 @@ func (m *SessionManager) serveSubmit(ctx context.Context, req []byte) (wireResul
 		return wireResult{}, err
 	}
 	checked, err := checkForwarded(Input{Channel: in.Channel, From: in.From, Content: in.Content,
-		ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID})
+		ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID,
+		Person: in.Person, SignedIn: in.SignedIn})
 	if err == nil {
 		checked, err = m.check(checked)
 	}
@@ -238,7 +271,8 @@ func (m *SessionManager) forwardSubmit(ctx context.Context, in Input) (Result, e
 	}
 	var r wireResult
 	err := m.forward(ctx, opSubmit, wireInput{Channel: in.Channel, From: in.From, Content: in.Content,
-		ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID}, &r)
+		ClientMsgID: in.ClientMsgID, Patient: in.Patient, Attachments: in.Attachments, ScheduleID: in.ScheduleID,
+		Person: in.Person, SignedIn: in.SignedIn}, &r)
 	if err != nil {
 		return Result{}, err
 	}

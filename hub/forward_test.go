@@ -72,6 +72,7 @@ func TestForwardedCommandsJudgedAsAtTheDoor(t *testing.T) {
 		{"memory forget by a forged name", opMemory, wireMemory{Op: memForget, ID: "m1", By: strings.Repeat("b", 5000)}, "bad_by"},
 		{"cancel by a forged name", opCancel, strings.Repeat("b", 5000), "bad_by"},
 		{"reset with a forged reason", opReset, "hacked", "bad_reason"},
+		{"reset with a forged reason, as this version sends it", opReset, wireReset{Reason: "hacked", Actor: Actor{Door: "web"}}, "bad_reason"},
 		{"decide by a forged name", opDecide, wireDecide{ID: "a1", Decision: event.Approve, By: "failover"}, "bad_by"},
 		{"decide a forged value", opDecide, wireDecide{ID: "a1", Decision: "maybe", By: "web"}, "bad_decision"},
 	}

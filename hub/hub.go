@@ -335,6 +335,10 @@ type turn struct {
 	streamed bool
 	text     strings.Builder // streamed deltas so far
 	by       string          // who cancelled it (CancelBy), for the notice
+	byPerson string          // and the person behind that door
+	// person is who sent the turn's input (UserData.Person): whose turn
+	// it is, for mcp.approvals.not_self and the agent's memory saves.
+	person string
 	// interrupted: cancelled by a new input (busy_policy interrupt) from
 	// channel by.
 	interrupted bool
@@ -412,12 +416,12 @@ type (
 		err error
 	}
 	cancelCmd struct {
-		by    string
-		reply chan bool
+		by, person string
+		reply      chan bool
 	}
 	resetCmd struct {
-		reason string
-		reply  chan resetReply
+		reason, person string
+		reply          chan resetReply
 	}
 	resetReply struct {
 		d   event.ResetData
@@ -494,7 +498,7 @@ func (m *SessionManager) Run(ctx context.Context) error {
 				m.watch.Touch() // work goes on: quiet means nobody and nothing active
 				continue
 			}
-			if _, err := m.reset(ctx, ResetIdle); err != nil {
+			if _, err := m.reset(ctx, ResetIdle, ""); err != nil {
 				// Nothing changed (reset logged why): try again after
 				// another quiet period.
 				m.watch.Touch()
@@ -518,14 +522,14 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 			c.reply <- resetReply{err: ErrNoLeader}
 			return
 		}
-		d, err := m.reset(ctx, c.reason)
+		d, err := m.reset(ctx, c.reason, c.person)
 		c.reply <- resetReply{d, err}
 	case storageCmd:
 		m.stored(c.part, c.err, c.attrs...)
 	case recentCmd:
 		c.reply <- m.recent(c.n)
 	case cancelCmd:
-		ok := m.cancelTurn(c.by)
+		ok := m.cancelTurn(c.by, c.person)
 		c.reply <- ok
 		if ok {
 			m.startPending(ctx)
@@ -555,11 +559,11 @@ func (m *SessionManager) handle(ctx context.Context, c any) {
 	case approvalCmd:
 		m.ask(ctx, c)
 	case decideCmd:
-		d, err := m.decide(c.id, c.decision, c.by)
+		d, err := m.decide(c.id, c.decision, c.actor)
 		c.reply <- decideReply{d, err}
 	case approvalTimeoutCmd:
 		if a, ok := m.approvals[c.id]; ok {
-			m.resolve(a, event.Deny, ByTimeout)
+			m.resolve(a, event.Deny, ByTimeout, "")
 		}
 	case turnDoneCmd:
 		m.turnDone(ctx, c)

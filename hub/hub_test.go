@@ -397,7 +397,7 @@ func TestCancel(t *testing.T) {
 			submit(t, h, "long task", "c-1")
 			until(t, a, event.Delta)
 			start := time.Now()
-			ok, err := h.CancelBy(ctxT(t), event.ChannelWeb)
+			ok, err := h.CancelBy(ctxT(t), Actor{Door: event.ChannelWeb})
 			if err != nil || !ok {
 				t.Fatalf("Cancel = %v, %v", ok, err)
 			}

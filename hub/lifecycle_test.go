@@ -47,7 +47,7 @@ func TestManualReset(t *testing.T) {
 		talk(t, h, s, c)
 	}
 	info, _ := h.Info(ctxT(t))
-	d, err := h.Reset(ctxT(t), ResetManual)
+	d, err := h.Reset(ctxT(t), ResetManual, Actor{})
 	if err != nil || d != (event.ResetData{Reason: "manual", Kept: 2}) {
 		t.Fatalf("Reset = %+v, %v", d, err)
 	}
@@ -112,7 +112,7 @@ func TestResetCancelsRunningTurnAndQueuedInputLandsAfter(t *testing.T) {
 	if err != nil || r.Outcome != Queued {
 		t.Fatalf("queued submit = %+v, %v", r, err)
 	}
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	// The queued input was recorded on arrival, survives the reset (it
@@ -254,7 +254,7 @@ func TestRestartAfterResetRestoresKeptBuffer(t *testing.T) {
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "one")
 	talk(t, h, s, "two")
-	h.Reset(ctxT(t), ResetManual)
+	h.Reset(ctxT(t), ResetManual, Actor{})
 	talk(t, h, s, "three")
 	h.stop()
 
@@ -358,7 +358,7 @@ func TestDemoAgentAnswersFromHistorySearch(t *testing.T) {
 	talk(t, h, s, "my sister's birthday is on the 14th of March")
 	talk(t, h, s, "something else entirely")
 	// A reset: the fact is no longer in the context, only in the log.
-	h.Reset(ctxT(t), ResetManual)
+	h.Reset(ctxT(t), ResetManual, Actor{})
 	next(t, s)
 	evs := talk(t, h, s, "what did I say about my sister's birthday?")
 	var kinds []string
@@ -439,7 +439,7 @@ func TestTrimAfterResetKeepsGaplessHonest(t *testing.T) {
 	for i := range 4 {
 		talk(t, h, s, fmt.Sprint("before ", i))
 	}
-	h.Reset(ctxT(t), ResetManual)
+	h.Reset(ctxT(t), ResetManual, Actor{})
 	reset := next(t, s).Seq
 	// Buffer: 4 kept events + reset + 3 per turn. 33 turns make 104, so
 	// the trim drops exactly the kept exchanges (older seqs) and nothing

@@ -50,7 +50,7 @@ func TestMemorySaveApproval(t *testing.T) {
 				if tc.deny {
 					decision = event.Deny
 				}
-				if _, err := h.Decide(ctxT(t), req.ID, decision, "web"); err != nil {
+				if _, err := h.Decide(ctxT(t), req.ID, decision, Actor{Door: "web"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -91,7 +91,7 @@ func TestMemoryForgetApprovalShowsText(t *testing.T) {
 	cfg := withItems(t, Config{})
 	var tool testagent.CallTool
 	h := startHub(t, cfg, &tool)
-	it, err := h.MemorySave(ctxT(t), "The wifi password is hunter2.", memory.SourceWeb)
+	it, err := h.MemorySave(ctxT(t), "The wifi password is hunter2.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestMemoryForgetApprovalShowsText(t *testing.T) {
 	if want := "Forget " + it.ID + ": The wifi password is hunter2."; req.Text != want {
 		t.Fatalf("approval text %q, want %q", req.Text, want)
 	}
-	if _, err := h.Decide(ctxT(t), req.ID, event.Deny, "web"); err != nil {
+	if _, err := h.Decide(ctxT(t), req.ID, event.Deny, Actor{Door: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, s, event.TurnEnd)
@@ -115,14 +115,14 @@ func TestMemoryForgetApprovalShowsText(t *testing.T) {
 func TestMemoryCap(t *testing.T) {
 	cfg := withItems(t, Config{MaxMemoryItems: 2})
 	h := startHub(t, cfg, testagent.CallTool{Name: "memory_save", Args: `{"text":"A third fact."}`})
-	a, err := h.MemorySave(ctxT(t), "One.", memory.SourceWeb)
+	a, err := h.MemorySave(ctxT(t), "One.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.MemorySave(ctxT(t), "Two.", memory.SourceAPI); err != nil {
+	if _, err := h.MemorySave(ctxT(t), "Two.", Actor{Door: memory.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.MemorySave(ctxT(t), "Three.", memory.SourceAPI)
+	_, err = h.MemorySave(ctxT(t), "Three.", Actor{Door: memory.SourceAPI})
 	var in *InputError
 	if !errors.As(err, &in) || in.Code != MemoryFullCode || !strings.Contains(in.Message, "memory.max_items") {
 		t.Fatalf("save at the cap: %v, want an InputError %s naming memory.max_items", err, MemoryFullCode)
@@ -142,10 +142,10 @@ func TestMemoryCap(t *testing.T) {
 	if list, _ := h.MemoryList(ctxT(t)); len(list) != 2 {
 		t.Fatalf("items %d, want 2", len(list))
 	}
-	if err := h.MemoryForget(ctxT(t), a.ID, memory.SourceWeb); err != nil {
+	if err := h.MemoryForget(ctxT(t), a.ID, Actor{Door: memory.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.MemorySave(ctxT(t), "Three.", memory.SourceAPI); err != nil {
+	if _, err := h.MemorySave(ctxT(t), "Three.", Actor{Door: memory.SourceAPI}); err != nil {
 		t.Fatalf("save after a forget: %v", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestMemoryEditRecordsEditor(t *testing.T) {
 	if len(list) != 1 || list[0].EditedBy != "" {
 		t.Fatalf("items %+v", list)
 	}
-	it, err := h.MemoryEdit(ctxT(t), list[0].ID, "Car: red Volvo.", memory.SourceWeb)
+	it, err := h.MemoryEdit(ctxT(t), list[0].ID, "Car: red Volvo.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}

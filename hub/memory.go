@@ -60,6 +60,8 @@ type (
 		id, text, by, source string
 		action, turn         string
 		door, from           string           // memSave: where it was asked for (see event.MemoryChangedData)
+		person               string           // the people id behind the change (MemoryChangedData.Person)
+		signedIn             bool             // the door checked a credential (Actor.SignedIn), for a forward
 		ids                  []string         // memUse
 		reply                chan memoryReply // nil for memUse
 	}
@@ -100,14 +102,18 @@ func (m *SessionManager) MemoryList(ctx context.Context) ([]memory.Item, error) 
 	return r.items, err
 }
 
-// MemorySave saves text as a new memory item; source is who saves it
-// (memory.Source*: agent, web, console, api, consolidation) and is also
-// the event's by. An *InputError refuses bad text, a *StorageError a
-// change the chat log could not take (nothing changed).
-func (m *SessionManager) MemorySave(ctx context.Context, text, source string) (memory.Item, error) {
+// MemorySave saves text as a new memory item for a: a.Door (web,
+// console, api) is the item's source and the event's by, a.Person its
+// person. A *ForbiddenError when a may not change memory, an *InputError
+// refuses bad text, a *StorageError a change the chat log could not take
+// (nothing changed in each case).
+func (m *SessionManager) MemorySave(ctx context.Context, text string, a Actor) (memory.Item, error) {
+	if err := m.allow(a, event.PermMemory); err != nil {
+		return memory.Item{}, err
+	}
 	// A door saving under its own name: Source is the door (Door is for
 	// the agent's saves, on behalf of a turn's door).
-	return m.memorySave(ctx, memoryCmd{text: text, source: source, by: source, action: event.MemorySaved})
+	return m.memorySave(ctx, memoryCmd{text: text, source: a.Door, by: a.Door, person: a.Person, signedIn: a.SignedIn, action: event.MemorySaved})
 }
 
 // memorySave saves c.text as a new item (c.op is set here).
@@ -117,19 +123,25 @@ func (m *SessionManager) memorySave(ctx context.Context, c memoryCmd) (memory.It
 	return r.item, err
 }
 
-// MemoryEdit replaces the text of item id; by names the door (web,
-// console, api, agent). memory.ErrNotFound for an unknown id; errors as
+// MemoryEdit replaces the text of item id for a (a.Door names the door:
+// web, console, api). memory.ErrNotFound for an unknown id; errors as
 // MemorySave otherwise.
-func (m *SessionManager) MemoryEdit(ctx context.Context, id, text, by string) (memory.Item, error) {
-	r, err := m.memory(ctx, memoryCmd{op: memEdit, id: id, text: text, by: by})
+func (m *SessionManager) MemoryEdit(ctx context.Context, id, text string, a Actor) (memory.Item, error) {
+	if err := m.allow(a, event.PermMemory); err != nil {
+		return memory.Item{}, err
+	}
+	r, err := m.memory(ctx, memoryCmd{op: memEdit, id: id, text: text, by: a.Door, person: a.Person, signedIn: a.SignedIn})
 	return r.item, err
 }
 
-// MemoryForget deletes item id; by names the door. memory.ErrNotFound for
-// an unknown id; a *StorageError when the chat log could not take it (the
-// item stays).
-func (m *SessionManager) MemoryForget(ctx context.Context, id, by string) error {
-	_, err := m.memory(ctx, memoryCmd{op: memForget, id: id, by: by})
+// MemoryForget deletes item id for a, who needs PermForget.
+// memory.ErrNotFound for an unknown id; a *StorageError when the chat log
+// could not take it (the item stays).
+func (m *SessionManager) MemoryForget(ctx context.Context, id string, a Actor) error {
+	if err := m.allow(a, event.PermForget); err != nil {
+		return err
+	}
+	_, err := m.memory(ctx, memoryCmd{op: memForget, id: id, by: a.Door, person: a.Person, signedIn: a.SignedIn})
 	return err
 }
 
@@ -148,7 +160,7 @@ func (m *SessionManager) memory(ctx context.Context, c memoryCmd) (memoryReply, 
 		// applies it when the log hands it the event (followMemory).
 		var it memory.Item
 		err := m.forward(ctx, opMemory, wireMemory{Op: c.op, ID: c.id, Text: c.text, By: c.by,
-			Source: c.source, Action: c.action, Turn: c.turn}, &it)
+			Source: c.source, Action: c.action, Turn: c.turn, Actor: Actor{Door: c.by, Person: c.person, SignedIn: c.signedIn}}, &it)
 		return memoryReply{item: it}, err
 	}
 	return m.memoryHere(ctx, c)
@@ -167,7 +179,7 @@ func (m *SessionManager) memoryHere(ctx context.Context, c memoryCmd) (memoryRep
 // changeMemory runs c on the hub's goroutine.
 func (m *SessionManager) changeMemory(c memoryCmd) memoryReply {
 	items := m.cfg.Items
-	d := event.MemoryChangedData{ID: c.id, By: c.by}
+	d := event.MemoryChangedData{ID: c.id, By: c.by, Person: c.person}
 	switch c.op {
 	case memList:
 		return memoryReply{items: items.List()}
@@ -448,6 +460,8 @@ type wireMemory struct {
 	Source string `json:"source,omitempty"`
 	Action string `json:"action,omitempty"`
 	Turn   string `json:"turn,omitempty"`
+	// Actor is who asked, judged again here (the Gate).
+	Actor Actor `json:"actor"`
 }
 
 // serveMemory makes a memory change another node forwarded (see Serve),
@@ -468,7 +482,20 @@ func (m *SessionManager) serveMemory(ctx context.Context, req []byte) (memory.It
 	if err := forwardedBy(w.By); err != nil {
 		return memory.Item{}, err
 	}
-	c := memoryCmd{op: w.Op, id: w.ID, text: w.Text, by: w.By}
+	perm := event.PermMemory
+	if w.Op == memForget {
+		perm = event.PermForget
+	}
+	if w.Actor.Door == "" {
+		w.Actor.Door = w.By // a node of an earlier version names no actor
+	}
+	if w.Actor.Door != w.By {
+		return memory.Item{}, errForwardedBy
+	}
+	if err := m.allow(w.Actor, perm); err != nil {
+		return memory.Item{}, err
+	}
+	c := memoryCmd{op: w.Op, id: w.ID, text: w.Text, by: w.By, person: w.Actor.Person}
 	if w.Op == memSave {
 		if w.Source != w.By || (w.Action != "" && w.Action != event.MemorySaved) || w.Turn != "" {
 			return memory.Item{}, errForwardedBy

@@ -25,27 +25,27 @@ func TestMemoryOnClusterNodesAgrees(t *testing.T) {
 	s, c := newMemStream(), &memCluster{}
 	a := startItemsNode(t, s, c)
 	b := startItemsNode(t, s, c)
-	if _, err := b.MemorySave(ctxT(t), "too early", memory.SourceWeb); !errors.Is(err, ErrNoLeader) {
+	if _, err := b.MemorySave(ctxT(t), "too early", Actor{Door: memory.SourceWeb}); !errors.Is(err, ErrNoLeader) {
 		t.Fatalf("save with no leader: %v, want ErrNoLeader", err)
 	}
 	c.lead(t, a, s)
 	subB, _ := subscribe(t, b, 0)
 
-	it, err := b.MemorySave(ctxT(t), "The user's car is a blue Volvo.", memory.SourceWeb)
+	it, err := b.MemorySave(ctxT(t), "The user's car is a blue Volvo.", Actor{Door: memory.SourceWeb})
 	if err != nil || it.ID == "" || it.Source != memory.SourceWeb {
 		t.Fatalf("save through the follower: %+v, %v", it, err)
 	}
 	if d := memoryChange(t, subB); d.Action != event.MemorySaved || d.ID != it.ID {
 		t.Fatalf("follower saw %+v", d)
 	}
-	if _, err := b.MemoryEdit(ctxT(t), it.ID, "The user's car is a red Volvo.", "web"); err != nil {
+	if _, err := b.MemoryEdit(ctxT(t), it.ID, "The user's car is a red Volvo.", Actor{Door: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	memoryChange(t, subB)
-	if err := b.MemoryForget(ctxT(t), "m999", "web"); !errors.Is(err, memory.ErrNotFound) {
+	if err := b.MemoryForget(ctxT(t), "m999", Actor{Door: "web"}); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("forget unknown through the follower: %v, want memory.ErrNotFound", err)
 	}
-	if _, err := b.MemorySave(ctxT(t), " ", "web"); !errors.Is(err, ErrEmptyMemory) {
+	if _, err := b.MemorySave(ctxT(t), " ", Actor{Door: "web"}); !errors.Is(err, ErrEmptyMemory) {
 		t.Fatalf("empty text: %v", err)
 	}
 	onA, _ := a.MemoryList(ctxT(t))

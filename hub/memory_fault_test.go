@@ -55,7 +55,7 @@ func TestConsolidatedItemRetriedUntilLogged(t *testing.T) {
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "my cat is called Miso")
 	lg.refuse.Store(true)
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.Wait(t, 1, part(slog.LevelWarn, "storage: cannot write", partChatLog))
@@ -103,7 +103,7 @@ func TestConsolidationAtShutdownIsSaved(t *testing.T) {
 	h := startHub(t, cfg, a)
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "my cat is called Miso")
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	<-a.started

@@ -53,7 +53,7 @@ func TestMemorySaveEditForget(t *testing.T) {
 	s, _ := subscribe(t, h, 0)
 	ctx := ctxT(t)
 
-	it, err := h.MemorySave(ctx, "  My car is a blue Volvo.\x07 ", memory.SourceWeb)
+	it, err := h.MemorySave(ctx, "  My car is a blue Volvo.\x07 ", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestMemorySaveEditForget(t *testing.T) {
 	if d := memoryChange(t, s); d != (event.MemoryChangedData{Action: event.MemorySaved, ID: it.ID, By: "web", Text: it.Text, Source: "web"}) {
 		t.Fatalf("event %+v", d)
 	}
-	ed, err := h.MemoryEdit(ctx, it.ID, "My car is a red Volvo.", "console")
+	ed, err := h.MemoryEdit(ctx, it.ID, "My car is a red Volvo.", Actor{Door: "console"})
 	if err != nil || ed.ID != it.ID || ed.Text != "My car is a red Volvo." || ed.Created != it.Created {
 		t.Fatalf("edit = %+v, %v", ed, err)
 	}
@@ -79,11 +79,11 @@ func TestMemorySaveEditForget(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"edit unknown", func() error { _, err := h.MemoryEdit(ctx, "m999", "x", "web"); return err }(), memory.ErrNotFound},
-		{"forget unknown", h.MemoryForget(ctx, "m999", "web"), memory.ErrNotFound},
-		{"save empty", func() error { _, err := h.MemorySave(ctx, " \n\t", "web"); return err }(), ErrEmptyMemory},
+		{"edit unknown", func() error { _, err := h.MemoryEdit(ctx, "m999", "x", Actor{Door: "web"}); return err }(), memory.ErrNotFound},
+		{"forget unknown", h.MemoryForget(ctx, "m999", Actor{Door: "web"}), memory.ErrNotFound},
+		{"save empty", func() error { _, err := h.MemorySave(ctx, " \n\t", Actor{Door: "web"}); return err }(), ErrEmptyMemory},
 		{"save too long", func() error {
-			_, err := h.MemorySave(ctx, strings.Repeat("é", memory.MaxItemChars+1), "web")
+			_, err := h.MemorySave(ctx, strings.Repeat("é", memory.MaxItemChars+1), Actor{Door: "web"})
 			return err
 		}(), ErrMemoryTooLong},
 	} {
@@ -91,7 +91,7 @@ func TestMemorySaveEditForget(t *testing.T) {
 			t.Errorf("%s: err %v, want %v", tc.name, tc.err, tc.want)
 		}
 	}
-	if err := h.MemoryForget(ctx, it.ID, "api"); err != nil {
+	if err := h.MemoryForget(ctx, it.ID, Actor{Door: "api"}); err != nil {
 		t.Fatal(err)
 	}
 	if d := memoryChange(t, s); d != (event.MemoryChangedData{Action: event.MemoryDeleted, ID: it.ID, By: "api"}) {
@@ -108,7 +108,7 @@ func TestMemoryChangeNotLoggedChangesNothing(t *testing.T) {
 	cfg := withItems(t, Config{})
 	h := startHubWithLog(t, cfg, &agent.Demo{}, failLog{})
 	s, _ := subscribe(t, h, 0)
-	_, err := h.MemorySave(ctxT(t), "remember me", memory.SourceAPI)
+	_, err := h.MemorySave(ctxT(t), "remember me", Actor{Door: memory.SourceAPI})
 	var se *StorageError
 	if !errors.As(err, &se) || se.Code != StorageFailed {
 		t.Fatalf("save on a failing log: %v, want a *StorageError", err)
@@ -149,7 +149,7 @@ func TestMemoryItemsCatchUpWithLogAfterCrash(t *testing.T) {
 			dir := t.TempDir()
 			h := startHub(t, withItems(t, Config{DataDir: dir}), &agent.Demo{})
 			ctx := ctxT(t)
-			a, err := h.MemorySave(ctx, "Ann runs the launch.", memory.SourceWeb)
+			a, err := h.MemorySave(ctx, "Ann runs the launch.", Actor{Door: memory.SourceWeb})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,12 +158,12 @@ func TestMemoryItemsCatchUpWithLogAfterCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := h.MemorySave(ctx, "The launch is on Friday.", memory.SourceAPI)
-			c, _ := h.MemorySave(ctx, "Bob is on leave.", memory.SourceAgent)
-			if _, err := h.MemoryEdit(ctx, a.ID, "Ann and Bo run the launch.", "console"); err != nil {
+			b, _ := h.MemorySave(ctx, "The launch is on Friday.", Actor{Door: memory.SourceAPI})
+			c, _ := h.MemorySave(ctx, "Bob is on leave.", Actor{Door: memory.SourceAgent})
+			if _, err := h.MemoryEdit(ctx, a.ID, "Ann and Bo run the launch.", Actor{Door: "console"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.MemoryForget(ctx, c.ID, "web"); err != nil {
+			if err := h.MemoryForget(ctx, c.ID, Actor{Door: "web"}); err != nil {
 				t.Fatal(err)
 			}
 			want, _ := h.MemoryList(ctx)
@@ -181,7 +181,7 @@ func TestMemoryItemsCatchUpWithLogAfterCrash(t *testing.T) {
 				}
 			}
 			// New ids never name an old item.
-			d, err := h2.MemorySave(ctxT(t), "Cleo joins in March.", memory.SourceWeb)
+			d, err := h2.MemorySave(ctxT(t), "Cleo joins in March.", Actor{Door: memory.SourceWeb})
 			if err != nil || d.ID == a.ID || d.ID == b.ID || d.ID == c.ID {
 				t.Fatalf("save after restart: %+v, %v", d, err)
 			}
@@ -204,7 +204,7 @@ func TestMemoryItemsFileFaultReported(t *testing.T) {
 	dir := t.TempDir()
 	h := startHub(t, withItems(t, Config{DataDir: dir}), &agent.Demo{})
 	heal := swapForDir(t, filepath.Join(dir, "memory", memory.ItemsFile))
-	it, err := h.MemorySave(ctxT(t), "Ann runs the launch.", memory.SourceWeb)
+	it, err := h.MemorySave(ctxT(t), "Ann runs the launch.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatalf("save with items.json unwritable: %v, want success (the log has it)", err)
 	}
@@ -212,7 +212,7 @@ func TestMemoryItemsFileFaultReported(t *testing.T) {
 		t.Fatalf("info = %+v, want a storage fault naming %s", info, partItems)
 	}
 	heal()
-	if _, err := h.MemoryEdit(ctxT(t), it.ID, "Ann runs the Friday launch.", "web"); err != nil {
+	if _, err := h.MemoryEdit(ctxT(t), it.ID, "Ann runs the Friday launch.", Actor{Door: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := h.Info(ctxT(t)); info.Storage != "" {
@@ -230,7 +230,7 @@ func TestConsolidationBecomesAnItem(t *testing.T) {
 	h := startHub(t, cfg, &testagent.Count{N: 1})
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "my cat is called Miso")
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, s, event.Reset)
@@ -289,9 +289,9 @@ func TestMemoryInContextWithinBudget(t *testing.T) {
 	h := startHub(t, cfg, rec)
 	s, _ := subscribe(t, h, 0)
 	ctx := ctxT(t)
-	old, _ := h.MemorySave(ctx, "The user's cat is called Miso and likes tuna.", memory.SourceWeb)
-	mid, _ := h.MemorySave(ctx, "The launch is on Friday at nine in the morning.", memory.SourceWeb)
-	newest, _ := h.MemorySave(ctx, "Bob is on leave in March.", memory.SourceWeb)
+	old, _ := h.MemorySave(ctx, "The user's cat is called Miso and likes tuna.", Actor{Door: memory.SourceWeb})
+	mid, _ := h.MemorySave(ctx, "The launch is on Friday at nine in the morning.", Actor{Door: memory.SourceWeb})
+	newest, _ := h.MemorySave(ctx, "Bob is on leave in March.", Actor{Door: memory.SourceWeb})
 	submit(t, h, "hi", "c1")
 	lt := rec.ran(t).LongTermMemory
 	until(t, s, event.TurnEnd) // the session is free for the next input
@@ -354,7 +354,7 @@ func TestMemoryForgetApproval(t *testing.T) {
 			cfg := withItems(t, Config{})
 			var tool testagent.CallTool
 			h := startHub(t, cfg, &tool)
-			it, _ := h.MemorySave(ctxT(t), "The user's car is a blue Volvo.", memory.SourceWeb)
+			it, _ := h.MemorySave(ctxT(t), "The user's car is a blue Volvo.", Actor{Door: memory.SourceWeb})
 			tool.Name, tool.Args = "memory_forget", `{"id":"`+it.ID+`"}`
 			s, _ := subscribe(t, h, 0)
 			if _, err := h.Submit(ctxT(t), Input{Channel: tc.channel, From: "x@example.com", Content: "forget my car"}); err != nil {
@@ -368,7 +368,7 @@ func TestMemoryForgetApproval(t *testing.T) {
 				if list, _ := h.MemoryList(ctxT(t)); len(list) != 1 {
 					t.Fatalf("item gone before approval")
 				}
-				if _, err := h.Decide(ctxT(t), req.ID, event.Approve, "web"); err != nil {
+				if _, err := h.Decide(ctxT(t), req.ID, event.Approve, Actor{Door: "web"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -405,7 +405,7 @@ func TestMemoryItemsSearchableUntilForgotten(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	cfg.Index = f
 	h := startHub(t, cfg, &agent.Demo{})
-	it, err := h.MemorySave(ctxT(t), "The wifi password at the cabin is larch-lake-42.", memory.SourceWeb)
+	it, err := h.MemorySave(ctxT(t), "The wifi password at the cabin is larch-lake-42.", Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestMemoryItemsSearchableUntilForgotten(t *testing.T) {
 	if ids := memory.IDsIn(res.Hits[0].Snippet); len(ids) != 1 || ids[0] != it.ID {
 		t.Fatalf("hit %+v does not name %s", res.Hits[0], it.ID)
 	}
-	if err := h.MemoryForget(ctxT(t), it.ID, "web"); err != nil {
+	if err := h.MemoryForget(ctxT(t), it.ID, Actor{Door: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	waitHits(0)
@@ -480,13 +480,13 @@ func TestMemoryShortIDsFromOldDataDir(t *testing.T) {
 	if strings.Join(got, " ") != "m1=fact m3 m2=fact m9 m4=fact m15" {
 		t.Fatalf("items %v; want m1, m2, m4 (m3 skipped while an old id)", got)
 	}
-	if _, err := h.MemoryEdit(ctx, "m15", "fact m15, edited", "console"); err != nil {
+	if _, err := h.MemoryEdit(ctx, "m15", "fact m15, edited", Actor{Door: "console"}); err != nil {
 		t.Errorf("edit by the old id: %v", err)
 	}
-	if err := h.MemoryForget(ctx, "2", "console"); err != nil {
+	if err := h.MemoryForget(ctx, "2", Actor{Door: "console"}); err != nil {
 		t.Errorf("forget 2: %v", err)
 	}
-	it, err := h.MemorySave(ctx, "a new fact", memory.SourceWeb)
+	it, err := h.MemorySave(ctx, "a new fact", Actor{Door: memory.SourceWeb})
 	if err != nil || it.ID != "m5" {
 		t.Errorf("new item %+v, %v; want m5", it, err)
 	}

@@ -71,7 +71,9 @@ func (m *SessionManager) memoryTools(turn string, in event.UserData) []agent.Too
 			if err := decodeArgs(args, &p); err != nil {
 				return "", err
 			}
-			if err := m.MemoryForget(ctx, p.ID, ByAgent); err != nil {
+			// The agent acts for the turn: its approval (when one is
+			// asked) was the Gate's.
+			if _, err := m.memory(ctx, memoryCmd{op: memForget, id: p.ID, by: ByAgent, person: in.Person}); err != nil {
 				return "", err
 			}
 			return toolJSON(map[string]any{"forgotten": p.ID})
@@ -93,7 +95,7 @@ func (m *SessionManager) memoryTools(turn string, in event.UserData) []agent.Too
 				return "", err
 			}
 			it, err := m.memorySave(ctx, memoryCmd{text: p.Text, source: memory.SourceAgent, by: ByAgent,
-				action: event.MemorySaved, turn: turn, door: in.Channel, from: sender(in)})
+				action: event.MemorySaved, turn: turn, door: in.Channel, from: sender(in), person: in.Person})
 			if err != nil {
 				return "", err
 			}

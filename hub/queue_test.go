@@ -238,7 +238,7 @@ func TestStartedQueuedInputIsNotRunAgain(t *testing.T) {
 	if err != nil || r.Outcome != Queued {
 		t.Fatalf("mail = %+v, %v", r, err)
 	}
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil { // cancels the running turn
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil { // cancels the running turn
 		t.Fatal(err)
 	}
 	if req := rec.ran(t); req.Content != "mail" {
@@ -278,7 +278,7 @@ func TestWaitingEchoKeptInReplayAcrossRestart(t *testing.T) {
 		}
 		second = r
 	}
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.ran(t) // m1 runs in the new generation; m2 waits

@@ -29,8 +29,8 @@ const (
 // state in memory changes. If one of them fails, what was written is
 // undone (as far as the disk allows), nothing else changes, and the
 // *StorageError says why; a turn it cancelled stays cancelled.
-func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetData, error) {
-	m.cancelTurn(CancelByReset)
+func (m *SessionManager) reset(ctx context.Context, reason, person string) (event.ResetData, error) {
+	m.cancelTurn(CancelByReset, person)
 	// Queued inputs run either way: in the new generation, or in the old
 	// one if the reset failed.
 	defer m.startPending(ctx)
@@ -59,7 +59,7 @@ func (m *SessionManager) reset(ctx context.Context, reason string) (event.ResetD
 		m.undoAudit(audit)
 		return fail(fmt.Errorf("save session: %w", err))
 	}
-	d := event.ResetData{Reason: reason, Kept: m.ring.Len()}
+	d := event.ResetData{Reason: reason, Kept: m.ring.Len(), Person: person}
 	e := event.New(event.Reset, "", m.now(), d)
 	e, err = m.commit(e)
 	if err != nil {

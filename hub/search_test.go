@@ -115,7 +115,7 @@ func TestResetMemoryBecomesSearchable(t *testing.T) {
 	h := startHub(t, Config{DataDir: dir, Index: f, Memory: mem}, &agent.Demo{})
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "The wifi password at the cabin is larch-lake-42.")
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

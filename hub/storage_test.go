@@ -237,7 +237,7 @@ func TestResetIsAllOrNothing(t *testing.T) {
 				logBefore, _ = os.ReadFile(logPath)
 			}
 
-			_, err = h.Reset(ctxT(t), ResetManual)
+			_, err = h.Reset(ctxT(t), ResetManual, Actor{})
 			var se *StorageError
 			if !errors.As(err, &se) || se.Code != f.code {
 				t.Fatalf("Reset = %v, want a *StorageError %s", err, f.code)
@@ -270,7 +270,7 @@ func TestResetIsAllOrNothing(t *testing.T) {
 			}
 
 			// Fixed: the reset goes through, all of it.
-			d, err := h.Reset(ctxT(t), ResetManual)
+			d, err := h.Reset(ctxT(t), ResetManual, Actor{})
 			if err != nil || d.Kept != 1 {
 				t.Fatalf("Reset after the fault was fixed = %+v, %v", d, err)
 			}
@@ -351,7 +351,7 @@ func TestConsolidationRetriedUntilWritten(t *testing.T) {
 	heal := swapForDir(t, filepath.Join(mem.Dir(), "long_term.md"))
 
 	// The reset itself succeeds; the memory it consolidates waits.
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	failed := part(slog.LevelWarn, "storage: cannot write", partLongTerm)
@@ -401,7 +401,7 @@ func TestConsolidationPendingAtShutdownIsLogged(t *testing.T) {
 	s, _ := subscribe(t, h, 0)
 	talk(t, h, s, "my cat is called Miso")
 	swapForDir(t, filepath.Join(mem.Dir(), "long_term.md"))
-	if _, err := h.Reset(ctxT(t), ResetManual); err != nil {
+	if _, err := h.Reset(ctxT(t), ResetManual, Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.Wait(t, 1, part(slog.LevelWarn, "storage: cannot write", partLongTerm))

@@ -109,10 +109,28 @@ func (m *SessionManager) turnTools(turn string, in event.UserData) []agent.Tool 
 			if t.Confirm {
 				t = m.confirmed(turn, t)
 			}
-			tools = append(tools, t)
+			tools = append(tools, forPerson(t, in.Person))
 		}
 	}
 	return tools
+}
+
+type turnPersonKey struct{}
+
+// forPerson has t's calls know whose turn they run in (TurnPerson).
+func forPerson(t agent.Tool, person string) agent.Tool {
+	call := t.Call
+	t.Call = func(ctx context.Context, args json.RawMessage) (string, error) {
+		return call(context.WithValue(ctx, turnPersonKey{}, person), args)
+	}
+	return t
+}
+
+// TurnPerson is the person whose turn a tool call runs in (the turn's
+// input's person; "" for nobody): a schedule the agent makes is theirs.
+func TurnPerson(ctx context.Context) string {
+	p, _ := ctx.Value(turnPersonKey{}).(string)
+	return p
 }
 
 // BuiltinTools is how many of the session's own tools every turn gets:

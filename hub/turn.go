@@ -103,7 +103,7 @@ func (m *SessionManager) submit(ctx context.Context, in Input) (Result, error) {
 		if m.turn != nil {
 			m.turn.interrupted = true
 		}
-		m.cancelTurn(in.Channel)
+		m.cancelTurn(in.Channel, in.Person)
 		return m.startTurn(ctx, in)
 	default:
 		m.counters.Rejected++
@@ -133,7 +133,7 @@ func (m *SessionManager) record(in Input, queued bool) (*Frame, error) {
 	id := "t" + strconv.FormatInt(m.seq+1, 10)
 	e := event.New(event.User, id, m.now(), event.UserData{
 		Channel: in.Channel, From: in.From, Content: truncate(in.Content), ClientMsgID: in.ClientMsgID,
-		Attachments: in.Attachments, ScheduleID: in.ScheduleID, Queued: queued,
+		Attachments: in.Attachments, ScheduleID: in.ScheduleID, Queued: queued, Person: in.Person,
 	})
 	e, err := m.write(e)
 	if err != nil {
@@ -170,7 +170,7 @@ func (m *SessionManager) run(ctx context.Context, in Input, u event.Event) {
 	// is marked interrupted before its context is cancelled, never
 	// "cancelled" by a backend that noticed Run's context first.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	m.turn = &turn{id: id, cancel: cancel, started: m.now(), begun: time.Now()}
+	m.turn = &turn{id: id, cancel: cancel, started: m.now(), begun: time.Now(), person: d.Person}
 	req := agent.Request{
 		Turn: id, Channel: d.Channel, From: d.From, Content: d.Content,
 		Attachments: d.Attachments,
@@ -265,12 +265,12 @@ func (m *SessionManager) ringBefore(turn string) []event.Event {
 // cancelTurn ends the running turn as cancelled, at once, whatever the
 // backend does next. by says who cancelled (see CancelBy; "" unknown), for
 // the notice. It reports whether a turn was running.
-func (m *SessionManager) cancelTurn(by string) bool {
+func (m *SessionManager) cancelTurn(by, person string) bool {
 	if m.turn == nil {
 		return false
 	}
 	m.turn.cancel()
-	m.turn.by = by
+	m.turn.by, m.turn.byPerson = by, person
 	m.finish(event.StatusCancelled, m.turn.text.String(), "", nil)
 	return true
 }
@@ -306,7 +306,7 @@ func (m *SessionManager) finish(status, content, errMsg string, usage *event.Usa
 	}
 	if status == event.StatusCancelled {
 		t.refused("record notice", m.publish(event.New(event.Notice, t.id, time.Time{}, event.TextData{
-			Text: cancelNotice(t.by, t.interrupted, m.now().Sub(t.started)), By: t.by})))
+			Text: cancelNotice(t.by, t.interrupted, m.now().Sub(t.started)), By: t.by, Person: t.byPerson})))
 	}
 	end := func() event.Event {
 		d := event.TurnEndData{Status: status, Error: errMsg, DurationMS: m.now().Sub(t.started).Milliseconds(), Usage: usage}

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+	"github.com/frontdesk-hq/frontdesk/people"
 )
 
 // Channel is the door send_message's inputs come through.
@@ -92,7 +93,11 @@ func SendTool(s Submitter, o SendOptions) agent.Tool {
 				return "", fmt.Errorf("too_large: the content is %d bytes, more than server.max_message_bytes (%d); nothing was sent", len(p.Content), o.MaxBytes)
 			}
 			done := make(chan hub.TurnOutcome, 1)
-			res, err := s.Submit(ctx, hub.Input{Channel: Channel, Content: p.Content, Done: done})
+			// The request's person (the guard put them in its context,
+			// which the stateless transport hands the call, as the slot).
+			who, _ := people.FromContext(ctx)
+			a := who.Actor(Channel)
+			res, err := s.Submit(ctx, hub.Input{Channel: Channel, Content: p.Content, Done: done, Person: a.Person, SignedIn: a.SignedIn})
 			if err != nil {
 				return "", err
 			}

@@ -567,13 +567,23 @@ func (s *Scheduler) run(ctx context.Context, sc Schedule) (retry, ok bool) {
 	}
 	done := make(chan hub.TurnOutcome, 1)
 	_, err := s.sess.Submit(ctx, hub.Input{Channel: event.ChannelSchedule, Content: content, ClientMsgID: f.Key,
-		Patient: true, ScheduleID: sc.ID, Done: done})
+		Patient: true, ScheduleID: sc.ID, Done: done, Person: sc.Person})
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, hub.ErrClosed) {
 			return false, false
 		}
-		var in *hub.InputError
-		if errors.As(err, &in) {
+		var (
+			in *hub.InputError
+			fe *hub.ForbiddenError
+		)
+		switch {
+		case errors.As(err, &fe):
+			// Its creator may no longer talk (their role changed, or they
+			// left people): this firing does not run; the schedule stays
+			// listed for someone who may to cancel it.
+			s.log.Error("schedule not run: its creator may no longer talk to the assistant", "id", sc.ID, "person", sc.Person, "err", err)
+			return false, true
+		case errors.As(err, &in):
 			s.log.Error("the session refuses this schedule's input; dropping the firing", "id", sc.ID, "err", err)
 			return false, true
 		}

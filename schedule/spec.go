@@ -30,6 +30,9 @@ type Spec struct {
 	// CreatedBy is the door asking, CreatedByAPI or CreatedByAgent (set
 	// by the door, not the caller).
 	CreatedBy string `json:"-"`
+	// Person is who asked (a people id; set by the door, or for the
+	// agent's tool the person of the turn): the schedule fires as them.
+	Person string `json:"-"`
 }
 
 // Error is why a request was refused; nothing was written. Code is a
@@ -83,7 +86,7 @@ func (s *Scheduler) build(sp Spec, now time.Time) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &Schedule{ID: newID(), Content: content, CreatedBy: sp.CreatedBy, CreatedAt: now.UTC(),
+	sc := &Schedule{ID: newID(), Content: content, CreatedBy: sp.CreatedBy, Person: sp.Person, CreatedAt: now.UTC(),
 		TZ: tz, Notify: notify, loc: loc}
 	var due time.Time
 	if sp.Cron != "" {

@@ -34,7 +34,10 @@ type Schedule struct {
 	// CreatedBy is the door it was made through: api (POST
 	// /api/schedules) or agent (the assistant's schedule_create tool).
 	// Files written before api existed say web for the API.
-	CreatedBy string    `json:"created_by"`
+	CreatedBy string `json:"created_by"`
+	// Person is who made it (a people id; absent when nobody was named):
+	// it fires as their input, and only while they may still talk.
+	Person    string    `json:"person,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// At is a one-shot's time; Cron a recurring one's expression, read as
 	// wall-clock times in TZ.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
 )
 
@@ -74,6 +75,7 @@ func (s *Scheduler) Tools() []agent.Tool {
 					return "", fmt.Errorf("arguments: %w", err)
 				}
 				sp.CreatedBy = CreatedByAgent
+				sp.Person = hub.TurnPerson(ctx)
 				sc, err := s.Create(ctx, sp)
 				if err != nil {
 					return "", err

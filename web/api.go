@@ -31,7 +31,7 @@ type apiHandlers struct {
 }
 
 func (h *apiHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
-	ok, err := h.s.CancelBy(r.Context(), hub.CancelByAPI)
+	ok, err := h.s.CancelBy(r.Context(), actor(r, hub.CancelByAPI))
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (h *apiHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *apiHandlers) reset(w http.ResponseWriter, r *http.Request) error {
-	d, err := h.s.Reset(r.Context(), hub.ResetManual)
+	d, err := h.s.Reset(r.Context(), hub.ResetManual, actor(r, hub.CancelByAPI))
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (h *apiHandlers) decide(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpjson.Errorf(http.StatusBadRequest, "bad_json", `send {"decision":"approve"} or {"decision":"deny"}: `+err.Error())
 	}
-	d, err := h.s.Decide(r.Context(), r.PathValue("id"), body.Decision, "api")
+	d, err := h.s.Decide(r.Context(), r.PathValue("id"), body.Decision, actor(r, hub.CancelByAPI))
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (h *apiHandlers) erase(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || seq <= 0 {
 		return httpjson.Errorf(http.StatusBadRequest, "bad_seq", "seq must be a whole number ≥ 1, the seq of a user or assistant message: DELETE /api/history/42")
 	}
-	d, err := h.s.Erase(r.Context(), seq, memoryDoor(r)) // "web" from the page, "api" otherwise
+	d, err := h.s.Erase(r.Context(), seq, actor(r, memoryDoor(r))) // "web" from the page, "api" otherwise
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,7 @@ func TestBrowserHistoryAcrossReset(t *testing.T) {
 	srv.start()
 	t.Cleanup(srv.stop)
 	srv.seed(4, standupNote)
-	if _, err := srv.cur.hub.Reset(context.Background(), hub.ResetManual); err != nil {
+	if _, err := srv.cur.hub.Reset(context.Background(), hub.ResetManual, hub.Actor{}); err != nil {
 		t.Fatal(err)
 	}
 	srv.seed(1, func(int) string { return "first thing after the reset" })

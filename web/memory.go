@@ -105,7 +105,7 @@ func (h *apiHandlers) memorySave(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	it, err := h.s.MemorySave(r.Context(), text, memoryDoor(r))
+	it, err := h.s.MemorySave(r.Context(), text, actor(r, memoryDoor(r)))
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (h *apiHandlers) memoryEdit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	it, err := h.s.MemoryEdit(r.Context(), r.PathValue("id"), text, memoryDoor(r))
+	it, err := h.s.MemoryEdit(r.Context(), r.PathValue("id"), text, actor(r, memoryDoor(r)))
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (h *apiHandlers) memoryEdit(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *apiHandlers) memoryForget(w http.ResponseWriter, r *http.Request) error {
-	if err := h.s.MemoryForget(r.Context(), r.PathValue("id"), memoryDoor(r)); err != nil {
+	if err := h.s.MemoryForget(r.Context(), r.PathValue("id"), actor(r, memoryDoor(r))); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

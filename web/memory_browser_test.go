@@ -13,6 +13,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/embed"
 	"github.com/frontdesk-hq/frontdesk/embed/embedtest"
+	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/memory"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -220,7 +221,7 @@ func TestBrowserMemoryIDsOrderAndFilter(t *testing.T) {
 		"a fact about Bob: he is on leave", "the last fact: the office closes at six"} {
 		memSave(t, e, text)
 	}
-	if _, err := e.hub.MemoryEdit(context.Background(), "m2", "my cat is called Mochi", "web"); err != nil {
+	if _, err := e.hub.MemoryEdit(context.Background(), "m2", "my cat is called Mochi", hub.Actor{Door: "web"}); err != nil {
 		t.Fatal(err) // the newest change: it still lists second
 	}
 	r := do(t, request(t, "GET", e.srv.URL+"/api/history/search?q="+url.QueryEscape("facts type:memory"), ""))

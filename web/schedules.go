@@ -6,8 +6,11 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/httpjson"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+	"github.com/frontdesk-hq/frontdesk/people"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 )
 
@@ -27,14 +30,26 @@ var _ Schedules = (*schedule.Scheduler)(nil)
 const maxScheduleBody = 1 << 20
 
 // scheduleRoutes mounts /api/schedules on api.
-func scheduleRoutes(api *http.ServeMux, s Schedules) {
-	h := scheduleHandlers{s}
+func scheduleRoutes(api *http.ServeMux, s Schedules, dir *people.Directory) {
+	h := scheduleHandlers{s, dir}
 	api.Handle("POST /api/schedules", apiFunc(h.create))
 	api.Handle("GET /api/schedules", apiFunc(h.list))
 	api.Handle("DELETE /api/schedules/{id}", apiFunc(h.cancel))
 }
 
-type scheduleHandlers struct{ s Schedules }
+type scheduleHandlers struct {
+	s   Schedules
+	dir *people.Directory // nil: no Gate (everyone may)
+}
+
+// allow checks that r's person may change schedules (PermSchedules).
+func (h scheduleHandlers) allow(r *http.Request) (hub.Actor, error) {
+	a := actor(r, hub.CancelByAPI)
+	if h.dir == nil {
+		return a, nil
+	}
+	return a, httpjson.FromSession(h.dir.Allow(a, event.PermSchedules))
+}
 
 func (h scheduleHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	// JSON only, as on /api/messages: a form post from another site cannot
@@ -52,8 +67,13 @@ func (h scheduleHandlers) create(w http.ResponseWriter, r *http.Request) error {
 			`send {"content":"…","at":"2026-11-27T09:00:00+01:00"} or {"content":"…","cron":"0 8 * * 1-5","tz":"Europe/Berlin"}: `+err.Error())
 	}
 	// Made through the HTTP API, not typed in the web UI (which only lists
-	// and cancels): created_by says so.
+	// and cancels): created_by says so, and person who.
 	sp.CreatedBy = schedule.CreatedByAPI
+	a, err := h.allow(r)
+	if err != nil {
+		return err
+	}
+	sp.Person = a.Person
 	sc, err := h.s.Create(r.Context(), sp)
 	if err != nil {
 		return fromSchedule(err)
@@ -81,6 +101,9 @@ func (h scheduleHandlers) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h scheduleHandlers) cancel(w http.ResponseWriter, r *http.Request) error {
+	if _, err := h.allow(r); err != nil {
+		return err
+	}
 	sc, err := h.s.Cancel(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return fromSchedule(err)

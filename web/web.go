@@ -29,17 +29,17 @@ var static embed.FS
 // Session is the part of the hub the API uses.
 type Session interface {
 	Info(ctx context.Context) (hub.Info, error)
-	CancelBy(ctx context.Context, by string) (bool, error)
-	Reset(ctx context.Context, reason string) (event.ResetData, error)
-	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
+	CancelBy(ctx context.Context, a hub.Actor) (bool, error)
+	Reset(ctx context.Context, reason string, a hub.Actor) (event.ResetData, error)
+	Decide(ctx context.Context, id, decision string, a hub.Actor) (event.ApprovalResultData, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Range(ctx context.Context, from, to string, limit int) ([]event.Event, bool, error)
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
 	MemoryList(ctx context.Context) ([]memory.Item, error)
-	MemorySave(ctx context.Context, text, source string) (memory.Item, error)
-	MemoryEdit(ctx context.Context, id, text, by string) (memory.Item, error)
-	MemoryForget(ctx context.Context, id, by string) error
-	Erase(ctx context.Context, seq int64, by string) (event.ErasedData, error)
+	MemorySave(ctx context.Context, text string, a hub.Actor) (memory.Item, error)
+	MemoryEdit(ctx context.Context, id, text string, a hub.Actor) (memory.Item, error)
+	MemoryForget(ctx context.Context, id string, a hub.Actor) error
+	Erase(ctx context.Context, seq int64, a hub.Actor) (event.ErasedData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -142,7 +142,7 @@ func Handler(s Session, o Options) http.Handler {
 	api.Handle("DELETE /api/history/{seq}", apiFunc(h.erase))
 	api.Handle("GET /api/session", apiFunc(h.session))
 	if o.Schedules != nil {
-		scheduleRoutes(api, o.Schedules)
+		scheduleRoutes(api, o.Schedules, o.People)
 	}
 	memoryRoutes(api, h)
 	api.Handle("/api/", apiFunc(notFound))

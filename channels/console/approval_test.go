@@ -35,7 +35,7 @@ func TestApproveFromTheTerminal(t *testing.T) {
 		t.Errorf("the request does not show the call:\n%s", out.String())
 	}
 	io.WriteString(typed, "/approve\n") // the only one waiting
-	out.waitFor(t, "approved (console)", 1)
+	out.waitFor(t, "approved (by console)", 1)
 	out.waitFor(t, "done", 1)
 	io.WriteString(typed, "/deny a1\n")
 	out.waitFor(t, "deny failed: no tool call is waiting", 1)
@@ -70,7 +70,7 @@ func TestApprovalOfMemorySaveShowsText(t *testing.T) {
 	r.out.waitFor(t, "approval needed [a", 1)
 	r.out.waitFor(t, "memory_save — Remember: The wifi password is hunter2. — /approve", 1)
 	io.WriteString(r.typed, "/deny\n")
-	r.out.waitFor(t, "denied (console)", 1)
+	r.out.waitFor(t, "denied (by console)", 1)
 	r.typed.Close()
 	if err := <-r.repl; err != nil {
 		t.Fatal(err)

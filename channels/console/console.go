@@ -34,15 +34,15 @@ import (
 type Session interface {
 	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
-	CancelBy(ctx context.Context, by string) (bool, error)
-	Reset(ctx context.Context, reason string) (event.ResetData, error)
-	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
+	CancelBy(ctx context.Context, a hub.Actor) (bool, error)
+	Reset(ctx context.Context, reason string, a hub.Actor) (event.ResetData, error)
+	Decide(ctx context.Context, id, decision string, a hub.Actor) (event.ApprovalResultData, error)
 	Info(ctx context.Context) (hub.Info, error)
 	Recent(ctx context.Context, n int) ([]event.Event, error)
 	Search(ctx context.Context, query string, limit int) (hub.SearchResult, error)
 	MemoryList(ctx context.Context) ([]memory.Item, error)
-	MemoryForget(ctx context.Context, id, by string) error
-	Erase(ctx context.Context, seq int64, by string) (event.ErasedData, error)
+	MemoryForget(ctx context.Context, id string, a hub.Actor) error
+	Erase(ctx context.Context, seq int64, a hub.Actor) (event.ErasedData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -66,6 +66,12 @@ type Options struct {
 	// name, the lease holder and this node's role. Called on the REPL's
 	// goroutine.
 	Cluster func() ClusterView
+	// Person is who types here (channels.console.person: a people id;
+	// "" names nobody). The terminal counts as signed in.
+	Person string
+	// Names gives a person's display name for the lines the REPL prints
+	// ("Ann · web"); nil or "" falls back to the id.
+	Names func(person string) string
 }
 
 // ClusterView is a cluster node's view for /status: its name, the lease
@@ -139,7 +145,8 @@ const closedNote = "console closed; the server keeps running (stop it with Ctrl-
 // The server goes on either way; Run returns nil unless the REPL could
 // not start.
 func Run(ctx context.Context, s Session, o Options) error {
-	r := &repl{s: s, stop: o.Stop, sched: o.Schedules, cluster: o.Cluster}
+	r := &repl{s: s, stop: o.Stop, sched: o.Schedules, cluster: o.Cluster,
+		me: hub.Actor{Door: event.ChannelConsole, Person: o.Person, SignedIn: true}}
 	scr := &screen{w: o.Stdout}
 	cfg := &readline.Config{
 		Prompt:          o.style(bold, "you› "),
@@ -226,6 +233,8 @@ type repl struct {
 	sched Schedules
 	// cluster is Options.Cluster.
 	cluster func() ClusterView
+	// me is who asks the session for things from here (Options.Person).
+	me hub.Actor
 	// resends are the inputs refused for want of a desk that are sent
 	// again by themselves (resend); Run waits for them as it ends.
 	resends sync.WaitGroup
@@ -233,7 +242,7 @@ type repl struct {
 
 func (r *repl) interrupt(ctx context.Context) {
 	// Ctrl-C cancels a running reply; otherwise readline has cleared the line.
-	if ok, err := r.s.CancelBy(ctx, event.ChannelConsole); err == nil && ok {
+	if ok, err := r.s.CancelBy(ctx, r.me); err == nil && ok {
 		return // the notice arrives through the stream
 	}
 }
@@ -254,7 +263,7 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 	case "/help":
 		r.p.say(help)
 	case "/cancel":
-		ok, err := r.s.CancelBy(ctx, event.ChannelConsole)
+		ok, err := r.s.CancelBy(ctx, r.me)
 		switch {
 		case err != nil:
 			r.p.say("cancel failed: " + err.Error())
@@ -263,11 +272,11 @@ func (r *repl) handle(ctx context.Context, line string) (quit bool) {
 		}
 	case "/approve", "/deny":
 		// Everyone sees the approval_result; only a failure is printed here.
-		if _, err := r.s.Decide(ctx, arg, strings.TrimPrefix(cmd, "/"), event.ChannelConsole); err != nil {
+		if _, err := r.s.Decide(ctx, arg, strings.TrimPrefix(cmd, "/"), r.me); err != nil {
 			r.p.say(strings.TrimPrefix(cmd, "/") + " failed: " + err.Error())
 		}
 	case "/reset":
-		if _, err := r.s.Reset(ctx, hub.ResetManual); err != nil {
+		if _, err := r.s.Reset(ctx, hub.ResetManual, r.me); err != nil {
 			r.p.say("reset failed: " + errText(err))
 		}
 	case "/schedules":
@@ -375,6 +384,8 @@ func (r *repl) send(ctx context.Context, content string) {
 	r.id++
 	in := hub.Input{
 		Channel:     event.ChannelConsole,
+		Person:      r.me.Person,
+		SignedIn:    true,
 		Content:     content,
 		ClientMsgID: fmt.Sprintf("console-%d-%d", time.Now().UnixNano(), r.id),
 	}

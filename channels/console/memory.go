@@ -8,7 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/memory"
 )
 
@@ -84,7 +83,7 @@ func (r *repl) forget(ctx context.Context, arg string) {
 			}
 		}
 	}
-	err := r.s.MemoryForget(ctx, arg, event.ChannelConsole)
+	err := r.s.MemoryForget(ctx, arg, r.me)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		r.p.say(fmt.Sprintf("forget failed: no memory item %q (the ids are in /memory)", arg))
@@ -113,7 +112,7 @@ func (r *repl) erase(ctx context.Context, arg string) {
 		r.p.say("usage: /erase <seq> (a message's #seq, shown by /history); it erases the message everywhere it is stored, but backups made before still hold it")
 		return
 	}
-	if _, err := r.s.Erase(ctx, seq, event.ChannelConsole); err != nil {
+	if _, err := r.s.Erase(ctx, seq, r.me); err != nil {
 		r.p.say(fmt.Sprintf("erase #%d failed: %s", seq, errText(err)))
 		return
 	}

@@ -43,11 +43,11 @@ func TestMemoryCommands(t *testing.T) {
 	go func() { defer close(done); m.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	keep, err := m.MemorySave(ctx, "my cat is called Miso", memory.SourceWeb)
+	keep, err := m.MemorySave(ctx, "my cat is called Miso", hub.Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, err := m.MemorySave(ctx, "I take my coffee black", memory.SourceAgent)
+	gone, err := m.MemorySave(ctx, "I take my coffee black", hub.Actor{Door: memory.SourceAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,16 +93,16 @@ func TestMemoryChangesShowLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.out.waitFor(t, "the assistant remembers nothing yet", 1)
-	it, err := m.MemorySave(r.ctx, "the wifi password is on the fridge", memory.SourceWeb)
+	it, err := m.MemorySave(r.ctx, "the wifi password is on the fridge", hub.Actor{Door: memory.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.out.waitFor(t, "memory: saved "+it.ID+" by web: “the wifi password is on the fridge”", 1)
-	if _, err := m.MemoryEdit(r.ctx, it.ID, "the wifi password is in the drawer", memory.SourceWeb); err != nil {
+	if _, err := m.MemoryEdit(r.ctx, it.ID, "the wifi password is in the drawer", hub.Actor{Door: memory.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
 	r.out.waitFor(t, "memory: edited "+it.ID+" by web: “the wifi password is in the drawer”", 1)
-	if err := m.MemoryForget(r.ctx, it.ID, memory.SourceAPI); err != nil {
+	if err := m.MemoryForget(r.ctx, it.ID, hub.Actor{Door: memory.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
 	r.out.waitFor(t, "memory: deleted "+it.ID+" by api", 1)
@@ -134,7 +134,7 @@ func TestMemoryListLinesUp(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	sources := []string{memory.SourceWeb, memory.SourceAgent, memory.SourceConsolidation, memory.SourceAPI}
 	for i := range 11 {
-		if _, err := m.MemorySave(ctx, fmt.Sprintf("fact number %d", i+1), sources[i%len(sources)]); err != nil {
+		if _, err := m.MemorySave(ctx, fmt.Sprintf("fact number %d", i+1), hub.Actor{Door: sources[i%len(sources)]}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -292,6 +292,24 @@ func label(channel, from string) string {
 	return channel
 }
 
+// who names a person at a door: "Ann · web" (the person's name, or their
+// id without Options.Names), or just door for an event without a person
+// (an unmapped sender, a log of an earlier version).
+func (p *printer) who(door, person string) string {
+	if person == "" {
+		return door
+	}
+	return p.name(person) + " · " + door
+}
+
+// name is a person's display name (Options.Names), else their id.
+func (p *printer) name(person string) string {
+	if p.o.Names != nil && p.o.Names(person) != "" {
+		return p.o.Names(person)
+	}
+	return person
+}
+
 // event prints one live event.
 func (p *printer) event(e event.Event) {
 	if e.Seq > 0 {
@@ -356,20 +374,39 @@ func (p *printer) event(e event.Event) {
 		p.turnEnd(e)
 	case event.ApprovalRequest:
 		p.approvalLine(decode[event.ApprovalRequestData](e))
+	case event.ApprovalResult, event.Notice, event.Reset, event.MemoryChanged:
+		p.change(e)
+	}
+}
+
+// change prints what someone did — an approval's answer, a notice (a
+// cancel), a reset, a memory change — naming who and from which door.
+func (p *printer) change(e event.Event) {
+	switch e.Type {
 	case event.ApprovalResult:
 		d := decode[event.ApprovalResultData](e)
 		word := "approved"
 		if d.Decision != event.Approve {
 			word = "denied"
 		}
-		p.line(p.o.style(dim, fmt.Sprintf("[%s] %s (%s)", d.ID, word, d.By)))
+		p.line(p.o.style(dim, fmt.Sprintf("[%s] %s (by %s)", d.ID, word, p.who(d.By, d.Person))))
 	case event.Notice:
-		p.line(p.o.style(dim, decode[event.TextData](e).Text))
+		d := decode[event.TextData](e)
+		if d.Person != "" {
+			d.Text += " (" + p.who(d.By, d.Person) + ")"
+		}
+		p.line(p.o.style(dim, d.Text))
 	case event.Reset:
 		d := decode[event.ResetData](e)
-		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", d.Reason, d.Kept))
+		reason := d.Reason
+		if d.Person != "" {
+			reason += ", by " + p.name(d.Person)
+		}
+		p.line(fmt.Sprintf("— conversation reset (%s): memory consolidated, kept the last %d exchanges —", reason, d.Kept))
 	case event.MemoryChanged:
-		p.line(p.o.style(dim, memoryLine(decode[event.MemoryChangedData](e))))
+		d := decode[event.MemoryChangedData](e)
+		d.By = p.who(d.By, d.Person)
+		p.line(p.o.style(dim, memoryLine(d)))
 	}
 }
 
@@ -379,7 +416,7 @@ func (p *printer) erasure(e event.Event) bool {
 	switch {
 	case e.Type == event.Erased:
 		d := decode[event.ErasedData](e)
-		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", d.Seq, erasedNote(d.By))))
+		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", d.Seq, erasedNote(p.who(d.By, d.Person)))))
 	case (e.Type == event.User || e.Type == event.Assistant) && event.IsTombstone(e):
 		p.line(p.o.style(dim, fmt.Sprintf("#%d %s", e.Seq, erasedNote(decode[event.TombstoneData](e).By))))
 	default:
@@ -423,17 +460,17 @@ func (p *printer) user(e event.Event) {
 		if p.queued == nil {
 			p.queued = map[string]string{}
 		}
-		p.queued[e.Turn] = label(d.Channel, d.From)
+		p.queued[e.Turn] = p.who(label(d.Channel, d.From), d.Person)
 		if d.Channel == event.ChannelConsole {
 			return // typed here; send said it waits
 		}
-		p.line(p.o.style(bold, "[queued] "+label(d.Channel, d.From)+": ") + userText(d))
+		p.line(p.o.style(bold, "[queued] "+p.who(label(d.Channel, d.From), d.Person)+": ") + userText(d))
 		return
 	}
 	if d.Channel == event.ChannelConsole {
 		return // typed here: it is on the screen already
 	}
-	p.line(p.o.style(bold, "["+label(d.Channel, d.From)+"] ") + userText(d))
+	p.line(p.o.style(bold, "["+p.who(label(d.Channel, d.From), d.Person)+"] ") + userText(d))
 }
 
 // userText is what a user event says: its words, and the names of the

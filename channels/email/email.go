@@ -82,8 +82,13 @@ type Options struct {
 	MaxBytes int64
 	// RatePerHour caps the mails answered per sender per hour; 0: no limit.
 	RatePerHour int
-	IMAP        IMAPOptions
-	SMTP        SMTPOptions
+	// People, if set, finds the person behind a sender's address (people
+	// emails): their mail is theirs (person on the user event) and allowed
+	// even if AllowFrom does not list it, unless they may not talk
+	// (mayTalk false: skipped as SkipForbidden). "" for nobody.
+	People func(addr string) (person string, mayTalk bool)
+	IMAP   IMAPOptions
+	SMTP   SMTPOptions
 	// DataDir is frontdesk's data directory; the channel keeps its files
 	// in DataDir/email. Required.
 	DataDir string

@@ -19,7 +19,8 @@ const (
 	SkipBadFrom        = "bad-from"        // no single parsable From address
 	SkipNoReturnPath   = "no-return-path"  // the envelope sender is unknown
 	SkipSenderMismatch = "sender-mismatch" // From and envelope sender differ
-	SkipNotAllowed     = "not-allowed"     // not on allow_from
+	SkipNotAllowed     = "not-allowed"     // not on allow_from, nor a person's address
+	SkipForbidden      = "forbidden"       // a person's address, but the person may not talk
 	SkipTooLarge       = "too-large"       // over max_bytes
 	SkipDuplicate      = "duplicate"       // the same Message-ID was handled before
 	SkipRateLimited    = "rate-limited"    // over rate_per_hour for this sender
@@ -108,7 +109,12 @@ func (c *Channel) screen(m *mailMsg) string {
 		return SkipNoReturnPath
 	case m.ReturnPath != m.From:
 		return SkipSenderMismatch
-	case !c.allow.allowed(m.From):
+	}
+	person, talks := c.person(m.From)
+	switch {
+	case person != "" && !talks:
+		return SkipForbidden
+	case person == "" && !c.allow.allowed(m.From):
 		return SkipNotAllowed
 	case m.Subject == "" && m.Text == "":
 		return SkipEmpty
@@ -160,4 +166,12 @@ func (r *rateLimiter) allow(key string, now time.Time) bool {
 	}
 	r.seen[key] = append(r.seen[key], now)
 	return true
+}
+
+// person is Options.People for addr ("", false without it).
+func (c *Channel) person(addr string) (string, bool) {
+	if c.opts.People == nil {
+		return "", false
+	}
+	return c.opts.People(addr)
 }

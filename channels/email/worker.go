@@ -161,8 +161,10 @@ func (c *Channel) handOver(ctx context.Context, it inboxItem) (*handed, error) {
 		return nil, nil
 	}
 	done := make(chan hub.TurnOutcome, 1)
+	person, _ := c.person(it.From)
 	in := hub.Input{
 		Channel:     event.ChannelEmail,
+		Person:      person, // not signed in: an address only says who sent it
 		From:        it.From,
 		Content:     it.Content,
 		ClientMsgID: it.ClientMsgID,

@@ -21,6 +21,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/internal/limithits"
 	"github.com/frontdesk-hq/frontdesk/internal/ratelimit"
 	"github.com/frontdesk-hq/frontdesk/internal/strictjson"
+	"github.com/frontdesk-hq/frontdesk/people"
 )
 
 // Session is the part of the hub the webhook uses.
@@ -187,8 +188,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err := hub.CheckCallerChannel(req.Channel); err != nil {
 		return httpjson.FromSession(err)
 	}
+	// person comes from the credential (the guard), never from the body:
+	// a from stays the caller's label.
+	who, _ := people.FromContext(r.Context())
+	a := who.Actor(req.Channel)
 	in := hub.Input{Channel: req.Channel, From: req.From, Content: req.Content, ClientMsgID: req.ClientMsgID,
-		Attachments: hub.AttachmentRefs(req.Attachments)}
+		Attachments: hub.AttachmentRefs(req.Attachments), Person: a.Person, SignedIn: a.SignedIn}
 	var done chan hub.TurnOutcome
 	if wait {
 		done = make(chan hub.TurnOutcome, 1)

@@ -30,9 +30,9 @@ import (
 type Session interface {
 	Subscribe(ctx context.Context, since int64) (*hub.Subscription, hub.Snapshot, error)
 	Submit(ctx context.Context, in hub.Input) (hub.Result, error)
-	CancelBy(ctx context.Context, by string) (bool, error)
-	Reset(ctx context.Context, reason string) (event.ResetData, error)
-	Decide(ctx context.Context, id, decision, by string) (event.ApprovalResultData, error)
+	CancelBy(ctx context.Context, a hub.Actor) (bool, error)
+	Reset(ctx context.Context, reason string, a hub.Actor) (event.ResetData, error)
+	Decide(ctx context.Context, id, decision string, a hub.Actor) (event.ApprovalResultData, error)
 }
 
 var _ Session = (*hub.SessionManager)(nil)
@@ -184,7 +184,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer sub.Close()
 
 	cn := &conn{c: c, raw: hw.conn, h: h, direct: make(chan []byte, directQueue),
-		limit: ratelimit.New(h.opts.FrameRatePerSec, h.opts.FrameRateBurst)}
+		limit: ratelimit.New(h.opts.FrameRatePerSec, h.opts.FrameRateBurst), me: hub.Actor{Door: event.ChannelWeb}}
 	cn.deadline = time.AfterFunc(time.Hour, func() { c.CloseNow() })
 	cn.deadline.Stop()
 	defer cn.deadline.Stop()
@@ -194,6 +194,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if who, ok := people.FromContext(r.Context()); ok && who.Person != nil {
 		you := who.Person.You() // connected.you: whom the guard signed in
 		snap.Connected.You = &you
+		cn.me = who.Actor(event.ChannelWeb)
 	}
 	writerDone := make(chan struct{})
 	go func() {
@@ -352,6 +353,9 @@ type conn struct {
 	// showed up in the fan-out profile.
 	deadline *time.Timer
 	limit    *ratelimit.Bucket // the client's frame rate; the reader's alone
+	// me is who this connection asks the session as: the web door and the
+	// person the guard signed in (none without a guard: a nil Gate allows).
+	me hub.Actor
 }
 
 // reply queues a per-connection frame; if the queue is full the client is
@@ -380,6 +384,10 @@ func errorCode(err error) (code, msg string) {
 	var se *hub.StorageError
 	if errors.As(err, &se) {
 		return se.Code, se.Message()
+	}
+	var fe *hub.ForbiddenError
+	if errors.As(err, &fe) {
+		return fe.Code(), fe.Message
 	}
 	switch {
 	case errors.Is(err, hub.ErrNoLeader):
@@ -436,7 +444,8 @@ func (cn *conn) submit(ctx context.Context, f clientFrame) {
 	res, err := cn.h.s.Submit(ctx, hub.Input{
 		Channel: event.ChannelWeb, Content: f.Content, ClientMsgID: f.ClientMsgID,
 		Attachments: hub.AttachmentRefs(f.Attachments),
-		Notify:      cn.reply,
+		Person:      cn.me.Person, SignedIn: cn.me.SignedIn,
+		Notify: cn.reply,
 	})
 	var bad *hub.InputError
 	switch {
@@ -465,9 +474,12 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 	switch action {
 	case event.Approve, event.Deny:
 		// Everyone sees the approval_result; only a failure is ours alone.
-		if _, err := cn.h.s.Decide(ctx, id, action, event.ChannelWeb); err != nil {
+		if _, err := cn.h.s.Decide(ctx, id, action, cn.me); err != nil {
 			code := "bad_approval"
+			var fe *hub.ForbiddenError
 			switch {
+			case errors.As(err, &fe):
+				code = fe.Code()
 			case errors.Is(err, hub.ErrDecided):
 				code = "already_decided"
 			case errors.Is(err, hub.ErrNoApproval):
@@ -478,7 +490,7 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 			cn.replyError(code, err.Error(), "")
 		}
 	case "cancel":
-		ok, err := cn.h.s.CancelBy(ctx, event.ChannelWeb)
+		ok, err := cn.h.s.CancelBy(ctx, cn.me)
 		if err != nil {
 			code, msg := errorCode(err)
 			cn.replyError(code, msg, "")
@@ -487,7 +499,7 @@ func (cn *conn) command(ctx context.Context, action, id string) {
 		}
 	case "reset":
 		// Everyone, this client included, sees the reset event.
-		if _, err := cn.h.s.Reset(ctx, hub.ResetManual); err != nil {
+		if _, err := cn.h.s.Reset(ctx, hub.ResetManual, cn.me); err != nil {
 			code, msg := errorCode(err)
 			cn.replyError(code, "reset failed: "+msg, "")
 		}

@@ -26,6 +26,8 @@ type Error struct {
 	RetryAfter string `json:"-"`
 	// Turn names the running turn for busy errors.
 	Turn string `json:"turn,omitempty"`
+	// Permission is what a 403 forbidden lacked (reset, approve, …).
+	Permission string `json:"permission,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -67,6 +69,7 @@ func FromSession(err error) error {
 		se  *hub.StorageError
 		bad *hub.BadBoundError
 		we  *diskerr.WriteError
+		fe  *hub.ForbiddenError
 	)
 	if errors.As(err, &we) && !errors.As(err, &se) {
 		// A write outside the hub (an attachment): the same fault, the
@@ -84,6 +87,10 @@ func FromSession(err error) error {
 		}
 		e := Errorf(http.StatusServiceUnavailable, code, err.Error())
 		e.RetryAfter = "1"
+		return e
+	case errors.As(err, &fe):
+		e := Errorf(http.StatusForbidden, fe.Code(), fe.Message)
+		e.Permission = fe.Permission
 		return e
 	case errors.As(err, &in):
 		status := http.StatusBadRequest
