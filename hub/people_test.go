@@ -23,7 +23,9 @@ func (g roleGate) Allow(a Actor, perm string) error {
 	return nil
 }
 
-func (g roleGate) Name(person string) string { return map[string]string{"ann": "Ann", "cy": "Cy"}[person] }
+func (g roleGate) Name(person string) string {
+	return map[string]string{"ann": "Ann", "cy": "Cy"}[person]
+}
 
 var team = roleGate{
 	"ann": event.Permissions,
