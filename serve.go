@@ -318,6 +318,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		Warnings:           a.warnings,
 		Cluster:            clusterStatusFunc(a, node),
 		OIDCClientSecret:   oidcClientSecret(cfg, getenv),
+		Audit:              a.hub.RecordPersonChange,
 	})
 	return a, nil
 }

@@ -206,6 +206,11 @@ func TestBinaryTeamEveryActionSaysWho(t *testing.T) {
 		t.Fatalf("ann's reset: %d %s", code, b)
 	}
 
+	// Ann exchanges her token for the page's cookie: a web sign-in.
+	if code, b := call(t, "POST", p.url+"/auth/token", "", map[string]string{"token": toks["ann"]}); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("ann's token exchange: %d %s", code, b)
+	}
+
 	// Revoking bo's token closes bo's open WebSocket with 1008.
 	frontdeskCmd(t, dir, false, "token", "revoke", "-config", cfg, "bo", "e2e")
 	closed := make(chan error, 1)
@@ -247,7 +252,7 @@ func TestBinaryTeamEveryActionSaysWho(t *testing.T) {
 		}
 	}
 	got := strings.Join(who, "; ")
-	for _, want := range []string{"user bo/web/", "user ci/webhook/cron", "reset ann", "token_added ann", "token_added ci", "token_revoked bo"} {
+	for _, want := range []string{"user bo/web/", "user ci/webhook/cron", "reset ann", "signed_in ann", "token_added ann", "token_added ci", "token_revoked bo"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the log says %q; want %q in it", got, want)
 		}

@@ -141,7 +141,7 @@ func (g *guard) exchangeToken(w http.ResponseWriter, r *http.Request) error {
 	if err := g.limit.signIn(p.ID, now); err != nil {
 		return err
 	}
-	sc, err := signIn(w, r, g.creds, p.ID, "token", g.sessionTTL())
+	sc, err := signIn(w, r, g.creds, g.o.Audit, p.ID, "token", g.sessionTTL())
 	if err != nil {
 		return err
 	}
@@ -157,6 +157,7 @@ func (g *guard) logout(w http.ResponseWriter, r *http.Request) error {
 			if _, err := g.creds.Revoke(c.ID); err != nil && !errors.Is(err, auth.ErrNotFound) {
 				return err
 			}
+			g.o.Audit.revoked(r.Context(), c, c.Person)
 		}
 	}
 	clearSessionCookie(w, r)

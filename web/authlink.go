@@ -47,7 +47,7 @@ func (g *guard) link(w http.ResponseWriter, r *http.Request) {
 		linkLimited(w, err)
 		return
 	}
-	if _, err := signIn(w, r, g.creds, p.ID, "link", g.sessionTTL()); err != nil {
+	if _, err := signIn(w, r, g.creds, g.o.Audit, p.ID, "link", g.sessionTTL()); err != nil {
 		linkPage(w, http.StatusInternalServerError, "Signing in failed on the server; see its log.")
 		return
 	}

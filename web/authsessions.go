@@ -76,6 +76,7 @@ func (g *guard) revokeSession(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return err
 	}
+	g.o.Audit.revoked(r.Context(), *found, who.Person.ID)
 	if who.Via == viaSession && who.Credential == id {
 		clearSessionCookie(w, r)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/auth"
 	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/people"
 )
 
@@ -46,6 +47,7 @@ const oidcFlowTTL = 10 * time.Minute
 // the desk) and kept once fetched.
 type oidcLogin struct {
 	cfg    config.OIDC
+	audit  Audit
 	secret string // the client secret; "" for a public client
 	people *people.Directory
 	creds  *auth.Store
@@ -82,7 +84,7 @@ func newOIDCLogin(o Options) *oidcLogin {
 		days = 30
 	}
 	return &oidcLogin{
-		cfg: o.Auth.OIDC, secret: o.OIDCClientSecret, people: o.People, creds: o.Credentials,
+		cfg: o.Auth.OIDC, audit: o.Audit, secret: o.OIDCClientSecret, people: o.People, creds: o.Credentials,
 		ttl:    time.Duration(days) * 24 * time.Hour,
 		client: &http.Client{Timeout: 15 * time.Second},
 		now:    func() time.Time { return oidcNow() },
@@ -167,7 +169,7 @@ func (l *oidcLogin) callback(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r)})
 	p, err := l.finish(r, f, had)
 	if err == nil {
-		if _, err = signIn(w, r, l.creds, p.ID, "oidc", l.ttl); err != nil {
+		if _, err = signIn(w, r, l.creds, l.audit, p.ID, "oidc", l.ttl); err != nil {
 			err = refusal(http.StatusInternalServerError, "Could not sign you in", "frontdesk could not store the session: %v", err)
 		}
 	}
@@ -315,8 +317,12 @@ func (l *oidcLogin) match(id oidcIdentity) (*people.Person, error) {
 	if err := notService(p); err != nil {
 		return nil, err
 	}
-	if _, err := l.creds.Bind(p.ID, key); err != nil && !errors.Is(err, auth.ErrExists) {
+	c, err := l.creds.Bind(p.ID, key)
+	if err != nil && !errors.Is(err, auth.ErrExists) {
 		return nil, refusal(http.StatusInternalServerError, "Could not sign you in", "Storing the binding failed: %v.", err)
+	}
+	if err == nil {
+		l.audit.record(context.Background(), event.PersonChangedData{Action: event.AccountLinked, Person: p.ID, By: p.ID, Credential: c.ID, Via: "oidc"})
 	}
 	return p, nil
 }
@@ -328,8 +334,13 @@ func (l *oidcLogin) match(id oidcIdentity) (*people.Person, error) {
 // who lists them in people later (same id) gives them any role.
 func (l *oidcLogin) guest(id oidcIdentity, key string) (*people.Person, error) {
 	pid := "oidc-" + auth.Hash(key)[:8]
-	if _, err := l.creds.BindGuest(pid, l.cfg.NewPeople, id.Email, key); err != nil && !errors.Is(err, auth.ErrExists) {
+	c, err := l.creds.BindGuest(pid, l.cfg.NewPeople, id.Email, key)
+	if err != nil && !errors.Is(err, auth.ErrExists) {
 		return nil, refusal(http.StatusInternalServerError, "Could not sign you in", "Storing the binding failed: %v.", err)
+	}
+	if err == nil {
+		l.audit.record(context.Background(), event.PersonChangedData{Action: event.PersonCreatedByIdP, Person: pid, By: "oidc",
+			Role: l.cfg.NewPeople, Credential: c.ID, Via: "oidc"})
 	}
 	return people.Guest(pid, id.Email, l.cfg.NewPeople), nil
 }

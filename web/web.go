@@ -108,6 +108,9 @@ type Options struct {
 	// Registry gets the server's metrics; nil makes a private one.
 	Registry *prometheus.Registry
 
+	// Audit records sign-ins and revoked sessions as person_changed
+	// events (hub.SessionManager.RecordPersonChange); nil: not recorded.
+	Audit Audit
 	// OIDCClientSecret is the value of the variable auth.oidc.client_secret_env
 	// names; "" for a public client (PKCE alone).
 	OIDCClientSecret string
