@@ -143,3 +143,43 @@ func TestBrowserViewerSeesNoControls(t *testing.T) {
 		t.Errorf("the call ran %d times with nobody approving", n)
 	}
 }
+
+// Names on approvals: Bo (a member) asks, his tab shows no buttons (he may
+// not approve); Ann approves in hers; both tabs say "by Ann · web", and
+// Bo's message is labelled with his name.
+func TestBrowserApprovalNames(t *testing.T) {
+	var runs atomic.Int32
+	srv := newTeamServer(t, testagent.CallTool{Name: "files__delete", Args: `{"path":"/tmp/old-notes.txt"}`},
+		testagent.Confirmed("files__delete", &runs))
+	browser := newBrowser(t, 1200, 800)
+	bo := openTab(t, browser, "Bo", srv.linkFor("bo"))
+	bo.wait("signed in as Bo", jsConnected+` && document.querySelector('#you').textContent === 'Bo'`)
+	ann := openTab(t, browser, "Ann", srv.linkFor("ann"))
+	ann.wait("signed in as Ann", jsConnected+` && document.querySelector('#you').textContent === 'Ann'`)
+
+	bo.send("clean up my old notes")
+	visible := func(sel string) string {
+		return `((n) => !!n && n.getClientRects().length > 0)(document.querySelector('` + sel + `'))`
+	}
+	bo.wait("the card without buttons for Bo", `(() => {
+		const li = document.querySelector('#log li.approval');
+		return li && li.querySelector('.approval-state').textContent === 'waiting for an answer' && !`+visible("#log li.approval .approval-buttons")+`;
+	})()`)
+	ann.wait("Bo's message by name, the card with buttons for Ann", `(() => {
+		const li = document.querySelector('#log li.approval');
+		const msg = [...document.querySelectorAll('#log li.msg.user')].find((e) => e.textContent.includes('clean up my old notes'));
+		return li && msg && msg.textContent.includes('Bo') && `+visible("#log li.approval .approval-buttons")+`;
+	})()`)
+	ann.do(chromedp.Click(chromedp.CSS("#log li.approval button.approve")))
+	for _, p := range []*tab{ann, bo} {
+		p.wait("approved by Ann · web", `(() => {
+			const li = document.querySelector('#log li.approval');
+			return li.classList.contains('decided') && li.querySelector('.approval-label').textContent === 'approved' &&
+				li.querySelector('.approval-state').textContent === 'by Ann · web';
+		})()`)
+	}
+	ann.screenshot("approval-names")
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the approved call ran %d times", n)
+	}
+}

@@ -121,8 +121,14 @@ func (s *liveServer) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	m := hub.New(hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, RetainExchanges: s.retain,
-		History: history.NewReader(path), Index: ix, Tools: s.tools, Attachments: files}, lg, s.agent)
+	cfg := hub.Config{DataDir: s.dir, Restore: tail, BufferEvents: buffer, RetainExchanges: s.retain,
+		History: history.NewReader(path), Index: ix, Tools: s.tools, Attachments: files}
+	var dir *people.Directory
+	if s.people != nil {
+		dir = people.New(s.people)
+		cfg.Gate = dir // the hub decides with the same people as the guard
+	}
+	m := hub.New(cfg, lg, s.agent)
 	ctx, stop := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	ixDone := make(chan struct{})
@@ -130,10 +136,6 @@ func (s *liveServer) start() {
 	go func() { defer close(hubDone); m.Run(ctx); <-ixDone }()
 	wsh := ws.New(m, ws.Options{MaxClients: s.maxClients})
 	ln := s.listen()
-	var dir *people.Directory
-	if s.people != nil {
-		dir = people.New(s.people)
-	}
 	srv := &http.Server{
 		Handler: web.Handler(m, web.Options{
 			Addr: s.addr, Token: s.token, WS: wsh, Messages: webhook.New(m, webhook.Options{MaxBytes: 65536}),
