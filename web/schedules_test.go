@@ -19,10 +19,12 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/auth"
 	"github.com/frontdesk-hq/frontdesk/channels/ws"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/history"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/people"
 	"github.com/frontdesk-hq/frontdesk/schedule"
 	"github.com/frontdesk-hq/frontdesk/web"
 )
@@ -43,7 +45,7 @@ func startSchedules(t *testing.T, so schedule.Options) *scheduleEnv {
 }
 
 // startSchedulesIn starts over dir, which may hold a schedules.json.
-func startSchedulesIn(t *testing.T, dir string, so schedule.Options) *scheduleEnv {
+func startSchedulesIn(t *testing.T, dir string, so schedule.Options, with ...func(*web.Options)) *scheduleEnv {
 	t.Helper()
 	lg, err := history.Open(history.Options{Path: filepath.Join(dir, "chat_history.ndjson"), RotateMB: 5, Fsync: "never"})
 	if err != nil {
@@ -64,12 +66,16 @@ func startSchedulesIn(t *testing.T, dir string, so schedule.Options) *scheduleEn
 	go func() { defer close(hubDone); m.Run(ctx) }()
 	sctx, stopSched := context.WithCancel(context.Background())
 	go func() { defer close(schedDone); sched.Run(sctx) }()
-	h := web.Handler(m, web.Options{WS: wsh, Schedules: sched, Warnings: func() []string {
+	o := web.Options{WS: wsh, Schedules: sched, Warnings: func() []string {
 		if d := sched.Damage(); d != nil {
 			return []string{d.Message()}
 		}
 		return nil
-	}})
+	}}
+	for _, f := range with {
+		f(&o)
+	}
+	h := web.Handler(m, o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		stopSched()
@@ -304,5 +310,39 @@ func readUntil(t *testing.T, ctx context.Context, c *websocket.Conn, typ event.T
 		if e.Type == typ {
 			return e
 		}
+	}
+}
+
+// Changing schedules needs the schedules permission: a viewer's create
+// and cancel are 403 forbidden and change nothing; a member's schedule
+// records who made it.
+func TestSchedulesPermission(t *testing.T) {
+	creds, err := auth.New(auth.Memory{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startSchedulesIn(t, t.TempDir(), schedule.Options{}, func(o *web.Options) {
+		o.People, o.Credentials = people.New(team), creds
+	})
+	vi, _, _ := creds.Issue(auth.KindToken, "vi", "t", "", 0)
+	bo, _, _ := creds.Issue(auth.KindToken, "bo", "t", "", 0)
+	post := func(tok string) reply {
+		return do(t, request(t, "POST", e.srv.URL+"/api/schedules", `{"content":"water the plants","in_seconds":3600}`,
+			"Content-Type", "application/json", "Authorization", "Bearer "+tok))
+	}
+	if r := post(vi); r.status != http.StatusForbidden || r.body["permission"] != "schedules" || r.body["code"] != "forbidden" {
+		t.Fatalf("viewer's create: %d %s, want 403 forbidden schedules", r.status, r.raw)
+	}
+	r := post(bo)
+	if r.status != http.StatusCreated || r.body["person"] != "bo" {
+		t.Fatalf("member's create: %d %s, want 201 with person bo", r.status, r.raw)
+	}
+	id, _ := r.body["id"].(string)
+	if c := do(t, request(t, "DELETE", e.srv.URL+"/api/schedules/"+id, "", "Authorization", "Bearer "+vi)); c.status != http.StatusForbidden {
+		t.Fatalf("viewer's cancel: %d %s, want 403", c.status, c.raw)
+	}
+	list, err := e.sched.List(context.Background())
+	if err != nil || len(list) != 1 || list[0].Person != "bo" {
+		t.Fatalf("schedules after the refusals: %+v %v, want bo's one", list, err)
 	}
 }
