@@ -175,7 +175,9 @@ func openAdmin(cfgPath, dataDir string) (admin.Admin, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
-	svc := &admin.Service{Store: store, People: people.New(cfg.People), Addr: cfg.Server.Addr,
+	pd := people.New(cfg.People)
+	pd.GuestsFrom(store) // OIDC guests (auth.oidc.new_people) too
+	svc := &admin.Service{Store: store, People: pd, Addr: cfg.Server.Addr,
 		Record: store.AddPending, By: "cli", Now: time.Now}
 	return admin.Local{Service: svc}, unlock, nil
 }

@@ -85,8 +85,7 @@ func startCreds(ctx context.Context, cfg config.Config, st *stores, h *hub.Sessi
 		}
 		return nil
 	}
-	dir := people.New(cfg.People)
-	svc := &admin.Service{Store: creds, People: dir, Addr: addr, Record: record, By: "cli", Now: time.Now}
+	svc := &admin.Service{Store: creds, People: st.people, Addr: addr, Record: record, By: "cli", Now: time.Now}
 	sock := filepath.Join(cfg.DataDir, admin.SocketName)
 	stopSock, err := admin.Listen(sock, svc)
 	if err != nil {
@@ -97,13 +96,13 @@ func startCreds(ctx context.Context, cfg config.Config, st *stores, h *hub.Sessi
 	// holder takes them.
 	clustered := cfg.Cluster.Enabled()
 	if !clustered {
-		auditAtStart(ctx, creds, h, dir, logger)
+		auditAtStart(ctx, creds, h, st.people, logger)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if clustered {
-			auditAtStart(ctx, creds, h, dir, logger)
+			auditAtStart(ctx, creds, h, st.people, logger)
 		}
 		t := time.NewTicker(pruneEvery)
 		defer t.Stop()
