@@ -41,7 +41,7 @@ type rig struct {
 	lg        *history.Log
 }
 
-func newRig(t *testing.T, dir string, clock *fakeclock.Clock, a agent.Agent, opts Options) *rig {
+func newRig(t *testing.T, dir string, clock *fakeclock.Clock, a agent.Agent, opts Options, gate ...hub.Gate) *rig {
 	t.Helper()
 	logPath := filepath.Join(dir, "chat_history.ndjson")
 	tail, _, err := history.ReadTail(logPath, 5000)
@@ -54,8 +54,11 @@ func newRig(t *testing.T, dir string, clock *fakeclock.Clock, a agent.Agent, opt
 	}
 	r := &rig{t: t, dir: dir, clock: clock, logPath: logPath, lg: lg, hubDone: make(chan struct{}), schedErr: make(chan error, 1)}
 	quiet := slog.New(slog.DiscardHandler)
-	r.hub = hub.New(hub.Config{DataDir: dir, Restore: tail, Logger: quiet,
-		Tools: func() []agent.Tool { return r.sched.Tools() }}, lg, a)
+	cfg := hub.Config{DataDir: dir, Restore: tail, Logger: quiet, Tools: func() []agent.Tool { return r.sched.Tools() }}
+	if len(gate) > 0 {
+		cfg.Gate = gate[0]
+	}
+	r.hub = hub.New(cfg, lg, a)
 	opts.DataDir, opts.Clock, opts.Logger = dir, clock, quiet
 	if opts.TZ == nil {
 		opts.TZ = time.UTC
