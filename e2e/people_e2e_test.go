@@ -305,3 +305,33 @@ func grepData(t *testing.T, dir string, secrets map[string]string) {
 		t.Fatalf("grep read %d files under %s, want the data directory's", files, dir)
 	}
 }
+
+// One person on a laptop configures nothing new: with only the shared
+// server.auth_token every door works as before and the log says "owner".
+func TestBinarySharedTokenIsTheOwner(t *testing.T) {
+	dir := t.TempDir()
+	const tok = "laptop-token-0123456789abcdef"
+	p := startBinary(t, dir, []string{"FRONTDESK_AUTH_TOKEN=" + tok}, "-data", filepath.Join(dir, "data"), "-addr", "127.0.0.1:0")
+	if code, b := call(t, "POST", p.url+"/api/messages?wait=1", tok, map[string]string{"content": "hello", "from": "laptop"}); code != 200 {
+		t.Fatalf("message: %d %s", code, b)
+	}
+	if code, b := call(t, "GET", p.url+"/api/me", tok, nil); code != 200 || !strings.Contains(string(b), `"person":"owner"`) {
+		t.Fatalf("/api/me: %d %s, want the owner", code, b)
+	}
+	if code, b := call(t, "POST", p.url+"/api/reset", tok, nil); code != 200 || !strings.Contains(string(b), `"person":"owner"`) {
+		t.Fatalf("reset: %d %s, want it done by the owner", code, b)
+	}
+	var users int
+	for _, e := range readChatLog(t, filepath.Join(dir, "data")) {
+		var d event.UserData
+		if e.Type == event.User && e.Decode(&d) == nil {
+			users++
+			if d.Person != "owner" || d.From != "laptop" {
+				t.Errorf("user event %s: want person owner, from laptop", e.Data)
+			}
+		}
+	}
+	if users != 1 {
+		t.Fatalf("%d user events, want 1", users)
+	}
+}
