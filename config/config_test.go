@@ -74,11 +74,13 @@ func TestDecodeOverridesOnlyWhatIsSet(t *testing.T) {
 
 // validateCases are TestValidate's: a change to the defaults, the key its
 // error must name.
-var validateCases = []struct {
+type validateCase struct {
 	name   string
 	mutate func(*Config)
 	key    string
-}{
+}
+
+var validateCases = []validateCase{
 	{"bad addr", func(c *Config) { c.Server.Addr = "8080" }, "server.addr"},
 	{"short auth token", func(c *Config) { c.Server.AuthToken = "s3cret" }, "server.auth_token"},
 	{"blank auth token", func(c *Config) { c.Server.AuthToken = "                    " }, "server.auth_token"},
@@ -150,7 +152,13 @@ var validateCases = []struct {
 }
 
 func TestValidate(t *testing.T) {
-	tests := validateCases
+	checkInvalid(t, validateCases)
+}
+
+// checkInvalid runs cases: each mutation of Defaults must make Validate
+// name its key.
+func checkInvalid(t *testing.T, tests []validateCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Defaults()

@@ -7,11 +7,7 @@ import (
 
 func TestValidatePeople(t *testing.T) {
 	ann := Person{ID: "ann", Name: "Ann", Role: "admin", Emails: []string{"ann@example.com"}}
-	tests := []struct {
-		name   string
-		mutate func(*Config)
-		key    string
-	}{
+	checkInvalid(t, []validateCase{
 		{"bad id", func(c *Config) { c.People = []Person{{ID: "Ann"}} }, "people[0].id"},
 		{"twice", func(c *Config) { c.People = []Person{ann, ann} }, "people[1].id"},
 		{"bad role", func(c *Config) { c.People = []Person{{ID: "bo", Role: "boss"}} }, "people[0].role"},
@@ -45,17 +41,7 @@ func TestValidatePeople(t *testing.T) {
 		{"oidc new people", func(c *Config) {
 			c.Auth.OIDC = OIDC{Issuer: "https://a.example.com", ClientID: "x", RedirectURL: "https://h/auth/oidc/callback", NewPeople: "admin"}
 		}, "auth.oidc.new_people"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c := Defaults()
-			tc.mutate(&c)
-			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.key+":") {
-				t.Fatalf("Validate() = %v, want an error naming %s", err, tc.key)
-			}
-		})
-	}
+	})
 }
 
 func TestValidPeople(t *testing.T) {
