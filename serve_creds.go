@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,26 @@ func joinWithCreds(ctx context.Context, cfg config.Config, st *stores, getenv fu
 	return node, nil
 }
 
+// loadClusterCreds reads the cluster's credentials, trying again for up
+// to a minute while JetStream is not ready (a node restarting into a
+// cluster that is electing answers "temporarily unavailable" for a while).
+// A damaged credential is not retried.
+func loadClusterCreds(ctx context.Context, node *cluster.Node, logger *slog.Logger) (*auth.Store, error) {
+	deadline := time.Now().Add(time.Minute)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		creds, err := auth.New(clusterhub.AuthKV{Node: node}, nil)
+		if err == nil || strings.Contains(err.Error(), "is damaged") || time.Now().After(deadline) {
+			return creds, err
+		}
+		logger.Warn("credentials: the cluster's bucket did not answer; trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
 // openCreds opens people's credentials: on a single node the file under
 // data_dir/auth, held under its lock while the server runs (a command on
 // a stopped server takes the same lock); on a cluster node the replicated
@@ -45,8 +66,7 @@ func joinWithCreds(ctx context.Context, cfg config.Config, st *stores, getenv fu
 // close releases what it holds.
 func openCreds(ctx context.Context, cfg config.Config, node *cluster.Node, logger *slog.Logger) (creds *auth.Store, closeFn func(), err error) {
 	if node != nil {
-		creds, err = auth.New(clusterhub.AuthKV{Node: node}, nil)
-		if err != nil {
+		if creds, err = loadClusterCreds(ctx, node, logger); err != nil {
 			return nil, nil, err
 		}
 		wctx, stop := context.WithCancel(ctx)

@@ -70,7 +70,8 @@ type Options struct {
 	// "" names nobody). The terminal counts as signed in.
 	Person string
 	// Names gives a person's display name for the lines the REPL prints
-	// ("Ann · web"); nil or "" falls back to the id.
+	// ("Ann · web"; "" falls back to the id); nil prints no names (one
+	// implicit person: the labels of before).
 	Names func(person string) string
 }
 

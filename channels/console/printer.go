@@ -293,10 +293,10 @@ func label(channel, from string) string {
 }
 
 // who names a person at a door: "Ann · web" (the person's name, or their
-// id without Options.Names), or just door for an event without a person
-// (an unmapped sender, a log of an earlier version).
+// id), or just door for an event without a person (an unmapped sender, a
+// log of an earlier version) or without Options.Names.
 func (p *printer) who(door, person string) string {
-	if person == "" {
+	if person == "" || p.o.Names == nil {
 		return door
 	}
 	return p.name(person) + " · " + door
