@@ -99,7 +99,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 		repl = startTask(ctx, logger, "console", func(ctx context.Context) error {
 			return console.Run(ctx, a.hub, console.Options{Stdin: stdin, Stdout: stdout, Color: color, Logs: logs, Cluster: consoleCluster(a, node),
 				Stop: func() { logger.Info("stop requested from the console (Ctrl-\\)"); stopServer() }, Schedules: a.schedAPI,
-				Person: consolePerson(cfg, st.people), Names: st.people.Name})
+				Person: consolePerson(cfg, st.people), Names: consoleNames(st.people)})
 		})
 	}
 	if node == nil {
@@ -345,6 +345,15 @@ func consolePerson(cfg config.Config, dir *people.Directory) string {
 		return p.ID
 	}
 	return ""
+}
+
+// consoleNames gives the REPL people's names; none for the implicit
+// owner (nothing configured: the labels of before, as in the page).
+func consoleNames(dir *people.Directory) func(string) string {
+	if dir.Implicit() {
+		return nil
+	}
+	return dir.Name
 }
 
 // emailPeople is the email door's people: the person whose emails hold a

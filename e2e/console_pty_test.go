@@ -206,8 +206,8 @@ func TestConsoleREPL(t *testing.T) {
 	}
 	scr = tm.waitFor(`real model\.`, 2)
 	// The webhook's sender is the implicit owner (nothing configured):
-	// named, with its door.
-	if !strings.Contains(scr, "[Owner · cron] ping from cron\n") || !strings.Contains(scr, "assistant› You said “ping from cron”") {
+	// no name, the label of before.
+	if !strings.Contains(scr, "[cron] ping from cron\n") || !strings.Contains(scr, "assistant› You said “ping from cron”") {
 		t.Fatalf("webhook input not shown properly:\n%s", scr)
 	}
 	tm.waitPrompt("half-typ")

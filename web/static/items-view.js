@@ -10,7 +10,7 @@ import { h, timeOf, timeEl, setTime, fullTime, relDay, clip } from './dom.js';
 import { attachmentsNode } from './attach-view.js';
 import { erasedText } from './items.js';
 import { offerErase } from './erase.js';
-import { withDoor } from './people.js';
+import { shown, withDoor } from './people.js';
 
 // eraseButton is "Erase…" on a message (erase.js asks first).
 function eraseButton(it) {
@@ -256,7 +256,7 @@ const views = {
 // web"), a door, or what answered for nobody (hub/approval.go: timeout,
 // cancel, shutdown, restart).
 function decidedBy(by, person) {
-  if (person) return 'by ' + withDoor(person, by);
+  if (shown(person)) return 'by ' + withDoor(person, by);
   switch (by) {
     case 'timeout': return 'nobody answered in time';
     case 'cancel': return 'the reply was cancelled';

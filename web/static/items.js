@@ -6,7 +6,7 @@
 // look alike. A new event type that shows in the conversation starts here.
 
 import { cleanAttachments } from './attachments.js';
-import { nameOf, withDoor } from './people.js';
+import { nameOf, shown, withDoor } from './people.js';
 
 // An idle loader of a page of history (see history.js).
 const idleLoad = () => ({ loading: false, error: '', acc: null, start: 0 });
@@ -38,14 +38,14 @@ function assistantBubble(s, v, ev) {
 function channelLabel(d) {
   const ch = (d && d.channel) || 'unknown';
   const door = d && d.from ? ch + ' · ' + d.from : ch;
-  return d && d.person ? withDoor(d.person, door) : door;
+  return d && shown(d.person) ? withDoor(d.person, door) : door;
 }
 
 // noticeText names the person in the hub's cancel notice ("Cancelled from
 // the web after 2 s." → "Cancelled by Ann from the web after 2 s.").
 function noticeText(d) {
   const text = String(d.text ?? '');
-  if (!d.person) return text;
+  if (!shown(d.person)) return text;
   if (/^Cancelled (from|through) /.test(text)) return text.replace(/^Cancelled /, 'Cancelled by ' + nameOf(d.person) + ' ');
   return text + ' (' + nameOf(d.person) + ')';
 }
@@ -76,7 +76,7 @@ function resetText(d) {
     : reason === 'idle-timeout' ? 'Conversation reset after a quiet spell'
     : 'Conversation reset' + (reason ? ' (' + reason.replace(/-/g, ' ') + ')' : '');
   const n = Number(d.kept) || 0;
-  const by = d.person ? head + ' by ' + nameOf(d.person) : head;
+  const by = shown(d.person) ? head + ' by ' + nameOf(d.person) : head;
   if (n <= 0) return by + '. The assistant starts afresh.';
   return by + '. The assistant keeps ' + (n === 1 ? 'the last exchange' : 'the last ' + n + ' exchanges') +
     ' above as context.';
@@ -134,7 +134,7 @@ function addItem(s, v, ev, historic) {
       // A person erased the message at d.seq: its text goes, a line says so.
       const m = d.type === 'assistant' ? v.byKey.get('a:' + d.turn) : v.byKey.get('u:' + d.seq);
       if (!m || (m.seq !== undefined && m.seq !== d.seq)) return null; // not in this view
-      Object.assign(m, { erased: d.person ? nameOf(d.person) : String(d.by ?? ''), content: '', text: '', attachments: [], streaming: false });
+      Object.assign(m, { erased: shown(d.person) ? nameOf(d.person) : String(d.by ?? ''), content: '', text: '', attachments: [], streaming: false });
       return touch(m);
     }
     case 'turn_start': {

@@ -3,7 +3,7 @@
 // "by agent · edited Today" after a web edit read as if the agent had
 // edited it; now the maker and the editor are named apart.
 
-import { nameOf } from './people.js';
+import { nameOf, shown } from './people.js';
 
 // Where a request came from, as a person says it.
 const places = {
@@ -34,7 +34,7 @@ export function madeBy(it) {
 // With the person who edited it (person, from a memory_changed frame, or
 // the item's own edited_person): "edited by Ann in the web page".
 export function editedBy(it, person) {
-  const who = person || it.edited_person || '';
+  const who = shown(person || it.edited_person || '');
   if (it.edited_by) return 'edited' + (who ? ' by ' + nameOf(who) : '') + ' in ' + place(it.edited_by);
   if (who && it.updated && it.updated !== it.created) return 'edited by ' + nameOf(who);
   return it.updated && it.updated !== it.created ? 'edited' : '';

@@ -22,6 +22,11 @@ export function setYou(you) {
 
 export const you = () => me;
 
+// shown is the person an event names, as the page shows it: '' on a desk
+// that configures nobody (GET /api/me says via "open": one implicit
+// person, whose labels stay as they were before people existed).
+export const shown = (person) => (person && !(me && me.via === 'open') ? String(person) : '');
+
 // nameOf is a person's name, their id while the name is unknown, '' for none.
 export const nameOf = (person) => (person ? names.get(person) || String(person) : '');
 

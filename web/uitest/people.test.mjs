@@ -46,3 +46,18 @@ assert.strictEqual(People.can('read'), true);
 assert.strictEqual(People.can('reset'), false);
 assert.strictEqual(People.can('talk'), false);
 assert.strictEqual(People.nameOf('vi'), 'Vi');
+
+// Nothing configured (via open): one implicit person; the labels stay as
+// they were before people existed, though the events name "owner".
+People.setYou({ person: 'owner', name: 'Owner', role: 'admin', permissions: ['read', 'talk'], via: 'open' });
+let o = Core.initialState();
+connect(o, { last_seq: 2 }, [
+  ev(1, 'user', 't1', { channel: 'web', content: 'hi', person: 'owner' }),
+  ev(2, 'notice', 't1', { text: 'Cancelled from the web after 1 s.', by: 'web', person: 'owner' }),
+]);
+assert.deepStrictEqual(o.items.filter((i) => i.kind === 'user').map((i) => i.label), ['web']);
+assert.strictEqual(o.items.find((i) => i.kind === 'notice').text, 'Cancelled from the web after 1 s.');
+frame(o, ev(3, 'reset', '', { reason: 'manual', kept: 0, person: 'owner' }));
+assert.strictEqual(o.items.find((i) => i.kind === 'reset').text, 'Conversation reset. The assistant starts afresh.');
+assert.strictEqual(editedBy({ edited_by: 'web' }, 'owner'), 'edited in the web page');
+People.setYou(null);
