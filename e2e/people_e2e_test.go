@@ -154,33 +154,15 @@ func TestBinaryTeamEveryActionSaysWho(t *testing.T) {
 	if conn.You == nil || conn.You.Person != "bo" || conn.You.Name != "Bo" || conn.You.Role != "member" {
 		t.Fatalf("connected.you = %+v, want Bo the member", conn.You)
 	}
-	send := func(c *websocket.Conn, id, text string) {
-		b, _ := json.Marshal(map[string]string{"type": "message", "content": text, "client_msg_id": id})
-		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitTurnEnd := func(c *websocket.Conn) event.Event {
-		var user event.Event
-		for {
-			e := readFrame(t, ctx, c)
-			if e.Type == event.User && user.Seq == 0 {
-				user = e
-			}
-			if e.Type == event.TurnEnd {
-				return user
-			}
-		}
-	}
-	send(bo, "bo-1", "hello from Bo")
-	if u := waitTurnEnd(bo); !strings.Contains(string(u.Data), `"person":"bo"`) {
+	sendFrame(t, ctx, bo, "bo-1", "hello from Bo")
+	if u := untilTurnEnd(t, ctx, bo); !strings.Contains(string(u.Data), `"person":"bo"`) {
 		t.Fatalf("bo's user event %s has no person bo", u.Data)
 	}
 
 	// The viewer reads but may not talk: an error frame, nothing logged.
 	di, _ := dialAs(t, ctx, p.url, toks["di"])
 	before := lastSeq(t, p.url, toks["ann"])
-	send(di, "di-1", "may I?")
+	sendFrame(t, ctx, di, "di-1", "may I?")
 	if e := readFrame(t, ctx, di); e.Type != event.Error || !strings.Contains(string(e.Data), `"code":"forbidden"`) {
 		t.Fatalf("viewer's message: %s %s, want an error frame forbidden", e.Type, e.Data)
 	}
@@ -213,10 +195,56 @@ func TestBinaryTeamEveryActionSaysWho(t *testing.T) {
 
 	// Revoking bo's token closes bo's open WebSocket with 1008.
 	frontdeskCmd(t, dir, false, "token", "revoke", "-config", cfg, "bo", "e2e")
+	closedWith(t, ctx, bo, websocket.StatusPolicyViolation, 5*time.Second, "bo's socket after the revoke")
+	if code, _ := call(t, "GET", p.url+"/api/session", toks["bo"], nil); code != http.StatusUnauthorized {
+		t.Fatalf("bo's revoked token: %d, want 401", code)
+	}
+
+	// The log says who did what, from which door.
+	got := whoDidWhat(t, filepath.Join(dir, "data"))
+	for _, want := range []string{"user bo/web/", "user ci/webhook/cron", "reset ann", "signed_in ann", "token_added ann", "token_added ci", "token_revoked bo"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log says %q; want %q in it", got, want)
+		}
+	}
+
+	// No token is anywhere under data_dir.
+	grepData(t, filepath.Join(dir, "data"), toks)
+}
+
+// sendFrame sends a message frame on c.
+func sendFrame(t *testing.T, ctx context.Context, c *websocket.Conn, id, text string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"type": "message", "content": text, "client_msg_id": id})
+	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// untilTurnEnd reads c up to a turn_end and returns the first user event
+// it read.
+func untilTurnEnd(t *testing.T, ctx context.Context, c *websocket.Conn) event.Event {
+	t.Helper()
+	var user event.Event
+	for {
+		e := readFrame(t, ctx, c)
+		if e.Type == event.User && user.Seq == 0 {
+			user = e
+		}
+		if e.Type == event.TurnEnd {
+			return user
+		}
+	}
+}
+
+// closedWith reads c until it ends and fails unless it was closed with
+// status within wait.
+func closedWith(t *testing.T, ctx context.Context, c *websocket.Conn, status websocket.StatusCode, wait time.Duration, what string) {
+	t.Helper()
 	closed := make(chan error, 1)
 	go func() {
 		for {
-			if _, _, err := bo.Read(ctx); err != nil {
+			if _, _, err := c.Read(ctx); err != nil {
 				closed <- err
 				return
 			}
@@ -224,22 +252,23 @@ func TestBinaryTeamEveryActionSaysWho(t *testing.T) {
 	}()
 	select {
 	case err := <-closed:
-		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
-			t.Fatalf("bo's socket ended with %v, want close 1008", err)
+		if websocket.CloseStatus(err) != status {
+			t.Fatalf("%s: ended with %v, want close %d", what, err, status)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("bo's socket still open 5 s after the revoke")
+	case <-time.After(wait):
+		t.Fatalf("%s: still open after %v", what, wait)
 	}
-	if code, _ := call(t, "GET", p.url+"/api/session", toks["bo"], nil); code != http.StatusUnauthorized {
-		t.Fatalf("bo's revoked token: %d, want 401", code)
-	}
+}
 
-	// The log says who did what, from which door.
-	evs := readChatLog(t, filepath.Join(dir, "data"))
+// whoDidWhat sums up the chat log in dir: "user <person>/<channel>/<from>"
+// for each input, "reset <person>", "<action> <person>" for each
+// person_changed.
+func whoDidWhat(t *testing.T, dir string) string {
+	t.Helper()
 	var who []string
-	for _, e := range evs {
+	for _, e := range readChatLog(t, dir) {
 		var d struct {
-			Person, Channel, From, Action, Reason string
+			Person, Channel, From, Action string
 		}
 		_ = json.Unmarshal(e.Data, &d)
 		switch e.Type {
@@ -251,15 +280,7 @@ func TestBinaryTeamEveryActionSaysWho(t *testing.T) {
 			who = append(who, fmt.Sprintf("%s %s", d.Action, d.Person))
 		}
 	}
-	got := strings.Join(who, "; ")
-	for _, want := range []string{"user bo/web/", "user ci/webhook/cron", "reset ann", "signed_in ann", "token_added ann", "token_added ci", "token_revoked bo"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the log says %q; want %q in it", got, want)
-		}
-	}
-
-	// No token is anywhere under data_dir.
-	grepData(t, filepath.Join(dir, "data"), toks)
+	return strings.Join(who, "; ")
 }
 
 // lastSeq is /api/session's last_seq, asked with token.
