@@ -34,8 +34,9 @@ type MCP struct {
 
 // MCPApprovals is mcp.approvals.
 type MCPApprovals struct {
-	// NotSelf refuses an answer from the person whose turn asked for the
-	// tool call: someone else must approve it. Default false.
+	// NotSelf refuses an approval from the person whose turn asked for
+	// the tool call (they may still deny it): someone else must approve
+	// it. Default false.
 	NotSelf bool `yaml:"not_self"`
 }
 

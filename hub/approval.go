@@ -105,7 +105,8 @@ func (m *SessionManager) ask(ctx context.Context, c approvalCmd) {
 }
 
 // decide answers the approval id for a; "" means the only one waiting.
-// With Config.ApprovalsNotSelf the person whose turn asked may not answer.
+// With Config.ApprovalsNotSelf the person whose turn asked may not
+// approve it (they may deny it).
 func (m *SessionManager) decide(id, decision string, actor Actor) (event.ApprovalResultData, error) {
 	if decision != event.Approve && decision != event.Deny {
 		return event.ApprovalResultData{}, ErrBadDecision
@@ -127,7 +128,8 @@ func (m *SessionManager) decide(id, decision string, actor Actor) (event.Approva
 		}
 		return event.ApprovalResultData{}, ErrNoApproval
 	}
-	if m.cfg.ApprovalsNotSelf && a.person != "" && a.person == actor.Person {
+	// Saying no to one's own request is always allowed.
+	if m.cfg.ApprovalsNotSelf && decision == event.Approve && a.person != "" && a.person == actor.Person {
 		name := actor.Person
 		if m.cfg.Gate != nil && m.cfg.Gate.Name(name) != "" {
 			name = m.cfg.Gate.Name(name)

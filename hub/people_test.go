@@ -145,3 +145,23 @@ func TestForbiddenCrossesTheWire(t *testing.T) {
 		}
 	}
 }
+
+// Under not_self the asker may still say no to their own call.
+func TestNotSelfMayDeny(t *testing.T) {
+	var runs atomic.Int32
+	h := startHub(t, Config{Tools: dangerTools(&runs), Gate: team, ApprovalsNotSelf: true}, riskyAgent{})
+	s, _ := subscribe(t, h, 0)
+	ctx := ctxT(t)
+	ann := Actor{Door: "web", Person: "ann", SignedIn: true}
+	if _, err := h.Submit(ctx, Input{Channel: "web", Content: "delete it", ClientMsgID: "n1", Person: "ann", SignedIn: true}); err != nil {
+		t.Fatal(err)
+	}
+	req := approvalRequest(t, s)
+	if d, err := h.Decide(ctx, req.ID, event.Deny, ann); err != nil || d.Decision != event.Deny || d.Person != "ann" {
+		t.Fatalf("ann denies her own call: %+v %v", d, err)
+	}
+	until(t, s, event.TurnEnd)
+	if runs.Load() != 0 {
+		t.Fatal("a denied call ran")
+	}
+}
