@@ -12,14 +12,14 @@ func (s *Store) Prune() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for h, c := range s.byHash {
+	for id, c := range s.byID {
 		if !c.Expired(now) {
 			continue
 		}
-		if err := s.be.Delete(c.ID); err != nil {
+		if err := s.be.Delete(id); err != nil {
 			return n, err
 		}
-		delete(s.byHash, h)
+		delete(s.byID, id)
 		n++
 	}
 	if n > 0 {
@@ -33,7 +33,7 @@ func (s *Store) Prune() (int, error) {
 func (s *Store) Find(person, label string) (Credential, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.byHash {
+	for _, c := range s.byID {
 		if c.Person != person {
 			continue
 		}

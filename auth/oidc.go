@@ -27,7 +27,7 @@ func (s *Store) BindGuest(id, role, name, key string) (Credential, error) {
 func (s *Store) Guest(person string) (Credential, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.byHash {
+	for _, c := range s.byID {
 		if c.Kind == KindOIDC && c.Person == person && c.Role != "" {
 			return c, true
 		}
@@ -39,13 +39,13 @@ func (s *Store) bind(c Credential) (Credential, error) {
 	c.ID = c.Hash[:12]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o, ok := s.byHash[c.Hash]; ok && o.Kind == KindOIDC {
+	if o, ok := s.byID[c.ID]; ok && o.Kind == KindOIDC {
 		return o, fmt.Errorf("%w: that OIDC account is already bound to %s", ErrExists, o.Person)
 	}
 	if err := s.be.Put(c); err != nil {
 		return Credential{}, err
 	}
-	s.byHash[c.Hash] = c
+	s.byID[c.ID] = c
 	s.notifyLocked()
 	return c, nil
 }

@@ -73,14 +73,14 @@ var (
 	ErrExpired  = errors.New("the credential has expired")
 )
 
-// Store holds the credentials in memory, indexed by hash, and writes
+// Store holds the credentials in memory, by their public id, and writes
 // through its Backend.
 type Store struct {
 	be  Backend
 	now func() time.Time
 
 	mu      sync.Mutex
-	byHash  map[string]Credential
+	byID    map[string]Credential // by ID, the first 12 hex digits of Hash
 	changed chan struct{} // closed and replaced at every change
 }
 
@@ -89,13 +89,13 @@ func New(be Backend, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{be: be, now: now, byHash: map[string]Credential{}, changed: make(chan struct{})}
+	s := &Store{be: be, now: now, byID: map[string]Credential{}, changed: make(chan struct{})}
 	list, err := be.Load()
 	if err != nil {
 		return nil, fmt.Errorf("load credentials: %w", err)
 	}
 	for _, c := range list {
-		s.byHash[c.Hash] = c
+		s.byID[c.ID] = c
 	}
 	return s, nil
 }
@@ -117,16 +117,23 @@ func NewSecret(k Kind) string {
 // secret — the only time the secret exists outside the caller. ttl 0
 // means it never expires.
 func (s *Store) Issue(k Kind, person, label, via string, ttl time.Duration) (string, Credential, error) {
-	secret := NewSecret(k)
-	c := Credential{Kind: k, Person: person, Label: label, Hash: Hash(secret), Created: s.now().UTC(), Via: via}
-	c.ID = c.Hash[:12]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var secret string
+	var c Credential
+	for { // a new id: two secrets sharing 48 bits of hash is a lottery win, but cheap to rule out
+		secret = NewSecret(k)
+		c = Credential{Kind: k, Person: person, Label: label, Hash: Hash(secret), Created: s.now().UTC(), Via: via}
+		c.ID = c.Hash[:12]
+		if _, taken := s.byID[c.ID]; !taken {
+			break
+		}
+	}
 	if ttl > 0 {
 		c.Expires = c.Created.Add(ttl)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if k == KindToken && label != "" {
-		for _, o := range s.byHash {
+		for _, o := range s.byID {
 			if o.Kind == k && o.Person == person && o.Label == label {
 				return "", Credential{}, fmt.Errorf("%w: %s already has a token labelled %q", ErrExists, person, label)
 			}
@@ -135,7 +142,7 @@ func (s *Store) Issue(k Kind, person, label, via string, ttl time.Duration) (str
 	if err := s.be.Put(c); err != nil {
 		return "", Credential{}, err
 	}
-	s.byHash[c.Hash] = c
+	s.byID[c.ID] = c
 	s.notifyLocked()
 	return secret, c, nil
 }
@@ -146,7 +153,7 @@ func (s *Store) Issue(k Kind, person, label, via string, ttl time.Duration) (str
 func (s *Store) Check(secret string, kinds ...Kind) (Credential, bool) {
 	h := Hash(secret)
 	s.mu.Lock()
-	c, ok := s.byHash[h]
+	c, ok := s.byID[h[:12]]
 	s.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare([]byte(c.Hash), []byte(h)) != 1 {
 		return Credential{}, false
@@ -163,14 +170,14 @@ func (s *Store) Redeem(secret string) (Credential, error) {
 	h := Hash(secret)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.byHash[h]
-	if !ok || c.Kind != KindLink {
+	c, ok := s.byID[h[:12]]
+	if !ok || c.Kind != KindLink || subtle.ConstantTimeCompare([]byte(c.Hash), []byte(h)) != 1 {
 		return Credential{}, ErrNotFound
 	}
 	if err := s.be.Delete(c.ID); err != nil {
 		return Credential{}, err
 	}
-	delete(s.byHash, h)
+	delete(s.byID, c.ID)
 	s.notifyLocked()
 	if c.Expired(s.now()) {
 		return Credential{}, ErrExpired
@@ -183,37 +190,31 @@ func (s *Store) Redeem(secret string) (Credential, error) {
 func (s *Store) Valid(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.byHash {
-		if c.ID == id {
-			return !c.Expired(s.now())
-		}
-	}
-	return false
+	c, ok := s.byID[id]
+	return ok && !c.Expired(s.now())
 }
 
 // Revoke deletes the credential with id (a public id), returning it.
 func (s *Store) Revoke(id string) (Credential, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for h, c := range s.byHash {
-		if c.ID != id {
-			continue
-		}
-		if err := s.be.Delete(id); err != nil {
-			return Credential{}, err
-		}
-		delete(s.byHash, h)
-		s.notifyLocked()
-		return c, nil
+	c, ok := s.byID[id]
+	if !ok {
+		return Credential{}, ErrNotFound
 	}
-	return Credential{}, ErrNotFound
+	if err := s.be.Delete(id); err != nil {
+		return Credential{}, err
+	}
+	delete(s.byID, id)
+	s.notifyLocked()
+	return c, nil
 }
 
 // List returns the credentials of person ("" for everyone's), oldest first.
 func (s *Store) List(person string) []Credential {
 	s.mu.Lock()
 	var out []Credential
-	for _, c := range s.byHash {
+	for _, c := range s.byID {
 		if person == "" || c.Person == person {
 			out = append(out, c)
 		}
@@ -237,13 +238,9 @@ func (s *Store) Apply(c Credential, deletedID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if deletedID != "" {
-		for h, o := range s.byHash {
-			if o.ID == deletedID {
-				delete(s.byHash, h)
-			}
-		}
+		delete(s.byID, deletedID)
 	} else {
-		s.byHash[c.Hash] = c
+		s.byID[c.ID] = c
 	}
 	s.notifyLocked()
 }
