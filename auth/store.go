@@ -81,7 +81,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	byID    map[string]Credential // by ID, the first 12 hex digits of Hash
-	changed chan struct{} // closed and replaced at every change
+	changed chan struct{}         // closed and replaced at every change
 }
 
 // New loads a store from be. now is time.Now unless a test sets it.
