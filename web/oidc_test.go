@@ -203,12 +203,18 @@ func TestOIDCSignIn(t *testing.T) {
 func TestOIDCRefusals(t *testing.T) {
 	rp := startRelyingParty(t)
 
-	t.Run("a stranger is refused", func(t *testing.T) {
-		st := rp.use(oidcCase{people: oidcPeople})
-		b := newUserAgent(t)
-		resp, body := b.signInAt(t, rp.srv.URL, "zed")
-		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "zed@elsewhere.example is not listed in people", 0)
-	})
+	for _, tc := range []struct{ name, user, want string }{
+		{"a stranger is refused", "zed", "zed@elsewhere.example is not listed in people"},
+		{"an unverified email matches nobody", "mallory", "has not verified it"}, // says bo@example.com, unverified
+		{"a service never signs in by OIDC", "svc", "is a service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := rp.use(oidcCase{people: oidcPeople})
+			b := newUserAgent(t)
+			resp, body := b.signInAt(t, rp.srv.URL, tc.user)
+			wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, tc.want, 0)
+		})
+	}
 
 	t.Run("new_people lets a stranger in as a guest with that role", func(t *testing.T) {
 		st := rp.use(oidcCase{people: oidcPeople, newPeople: "viewer"})
@@ -235,20 +241,6 @@ func TestOIDCRefusals(t *testing.T) {
 		if again, ok := rp.session(b2, st); !ok || again.Person != sess.Person {
 			t.Fatalf("second sign-in = %+v %v, want %s again", again, ok, sess.Person)
 		}
-	})
-
-	t.Run("an unverified email matches nobody", func(t *testing.T) {
-		st := rp.use(oidcCase{people: oidcPeople})
-		b := newUserAgent(t)
-		resp, body := b.signInAt(t, rp.srv.URL, "mallory") // says bo@example.com, unverified
-		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "has not verified it", 0)
-	})
-
-	t.Run("a service never signs in by OIDC", func(t *testing.T) {
-		st := rp.use(oidcCase{people: oidcPeople})
-		b := newUserAgent(t)
-		resp, body := b.signInAt(t, rp.srv.URL, "svc")
-		wantRefused(t, rp, b, st, resp, body, http.StatusForbidden, "is a service", 0)
 	})
 
 }
