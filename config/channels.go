@@ -12,6 +12,10 @@ type Channels struct {
 	Console Console `yaml:"console"`
 	Webhook Webhook `yaml:"webhook"`
 	Email   Email   `yaml:"email"`
+	// The chat doors (channels/chat and its connectors).
+	Telegram Telegram `yaml:"telegram"`
+	Matrix   Matrix   `yaml:"matrix"`
+	Slack    Slack    `yaml:"slack"`
 }
 
 // Console configures the terminal REPL (not yet available).

@@ -59,7 +59,7 @@ type Log struct {
 
 // Defaults returns the configuration used when no file sets a key.
 func Defaults() Config {
-	return Config{
+	c := Config{
 		DataDir: "data",
 		Server: Server{
 			Addr:            "127.0.0.1:8080",
@@ -120,6 +120,8 @@ func Defaults() Config {
 		People: []Person{},
 		Auth:   Auth{SessionDays: 30, TrustedProxy: TrustedProxy{From: []string{}}, OIDC: OIDC{Scopes: []string{"email", "profile"}}},
 	}
+	c.Channels.Telegram, c.Channels.Matrix, c.Channels.Slack = chatDefaults()
+	return c
 }
 
 // ForCommand is the config a command runs with: path (config.yaml in the
@@ -299,6 +301,7 @@ func (c *Config) Validate() error {
 	oneOf(bad, "log.format", c.Log.Format, "text", "json")
 	oneOf(bad, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	c.validateEmail(bad)
+	c.validateChat(bad)
 	c.validateMCPServers(bad)
 	c.validateAttachments(bad)
 	c.validateSchedules(bad)

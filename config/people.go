@@ -122,14 +122,18 @@ func (c *Config) validatePeople(bad badFunc) {
 		}
 		for door, acct := range p.Accounts {
 			k := fmt.Sprintf("%s.accounts.%s", key, door)
-			oneOf(bad, k+" (the door)", door, "telegram", "matrix", "slack")
-			if strings.TrimSpace(acct) == "" {
-				bad(k, "is empty: give the account (@ann, @ann:example.org, U0123)")
+			oneOf(bad, k+" (the door)", door, chatDoors...)
+			if ok, ex := ChatAccountValid(door, acct); !ok && slices.Contains(chatDoors, door) {
+				bad(k, "%q is not %s", acct, ex)
 			}
-			if other, ok := accounts[door+"\x00"+acct]; ok {
+			ak := door + "\x00" + acct
+			if door == "telegram" {
+				ak = strings.ToLower(ak)
+			}
+			if other, ok := accounts[ak]; ok {
 				bad(k, "%q is also %s's account", acct, other)
 			}
-			accounts[door+"\x00"+acct] = p.ID
+			accounts[ak] = p.ID
 		}
 	}
 	c.validateAuth(bad, ids)

@@ -64,6 +64,9 @@ const (
 	ChannelWebhook  = "webhook"
 	ChannelSchedule = "schedule" // fired schedules
 	ChannelMCP      = "mcp"      // the MCP server's send_message tool
+	ChannelTelegram = "telegram" // the chat doors (channels/chat)
+	ChannelMatrix   = "matrix"
+	ChannelSlack    = "slack"
 )
 
 // Turn end statuses.

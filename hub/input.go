@@ -37,13 +37,13 @@ var (
 	ErrBadChannel = &InputError{"bad_channel", "channel must match ^[a-z][a-z0-9-]{0,31}$"}
 	// ErrReservedChannel rejects a caller-chosen channel that names a
 	// built-in door (see CheckCallerChannel).
-	ErrReservedChannel = &InputError{"reserved_channel", "channel names web, console, email, schedule and mcp belong to frontdesk's own doors; " +
+	ErrReservedChannel = &InputError{"reserved_channel", "channel names web, console, email, schedule, mcp, telegram, matrix and slack belong to frontdesk's own doors; " +
 		"name your source (e.g. \"cron\" or \"mail-bridge\") or leave channel out for \"webhook\""}
 	// ErrClientMsgIDTooLong rejects a client_msg_id over MaxClientMsgIDBytes.
 	ErrClientMsgIDTooLong = &InputError{"bad_client_msg_id", fmt.Sprintf("client_msg_id is too long: use at most %d bytes", MaxClientMsgIDBytes)}
 	// ErrNotForwarded rejects a forwarded input that only the holder's
 	// own doors make (see checkForwarded).
-	ErrNotForwarded = &InputError{"reserved_channel", "inputs of the email and schedule doors are taken by the node that runs the assistant; " +
+	ErrNotForwarded = &InputError{"reserved_channel", "inputs of the email, schedule and chat doors are taken by the node that runs the assistant; " +
 		"another node never forwards them"}
 )
 
@@ -160,7 +160,8 @@ var channelName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 // reservedChannels belong to the built-in doors: every client and the
 // model read the channel as where an input came from, so a caller must not
 // be able to pass a webhook post off as an email or a typed line.
-var reservedChannels = []string{event.ChannelWeb, event.ChannelConsole, event.ChannelEmail, event.ChannelSchedule, event.ChannelMCP}
+var reservedChannels = []string{event.ChannelWeb, event.ChannelConsole, event.ChannelEmail, event.ChannelSchedule, event.ChannelMCP,
+	event.ChannelTelegram, event.ChannelMatrix, event.ChannelSlack}
 
 // CheckCallerChannel checks a channel name chosen by the caller rather
 // than by the door (the webhook's "channel" field): a short lower-case

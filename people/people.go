@@ -132,7 +132,7 @@ func New(list []config.Person) *Directory {
 			d.byEmail[strings.ToLower(e)] = p
 		}
 		for door, a := range c.Accounts {
-			d.byAccount[door+"\x00"+a] = p
+			d.byAccount[accountKey(door, a)] = p
 		}
 	}
 	return d
@@ -159,7 +159,16 @@ func (d *Directory) Get(id string) *Person {
 func (d *Directory) ByEmail(addr string) *Person { return d.byEmail[strings.ToLower(addr)] }
 
 // ByAccount returns the person whose accounts name acct on door, or nil.
-func (d *Directory) ByAccount(door, acct string) *Person { return d.byAccount[door+"\x00"+acct] }
+func (d *Directory) ByAccount(door, acct string) *Person { return d.byAccount[accountKey(door, acct)] }
+
+// accountKey is a chat account's key: Telegram @usernames are the same
+// whatever their case; ids are compared exactly.
+func accountKey(door, acct string) string {
+	if door == "telegram" && strings.HasPrefix(acct, "@") {
+		acct = strings.ToLower(acct)
+	}
+	return door + "\x00" + acct
+}
 
 // FirstAdmin is the first person with the admin permission (the implicit
 // owner without people): whom the shared server.auth_token and, by
