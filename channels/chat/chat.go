@@ -149,6 +149,9 @@ type Connector interface {
 type Inbox interface {
 	// Cursor is the position the connector stored last ("" at first).
 	Cursor() string
+	// Allowed says whether an account may talk (allow, or a person's who
+	// may): a Matrix invite from it is accepted. It logs nothing.
+	Allowed(from string, aliases ...string) bool
 	// Message takes one message. nil means it is answered or safely
 	// recorded: the connector may move past it. An error means it could
 	// not be recorded (a full disk, the session stopping): hand it again

@@ -167,6 +167,12 @@ func (d *Door) setHealth(recv bool, err error) {
 	}
 }
 
+// Allowed implements Inbox.
+func (d *Door) Allowed(from string, aliases ...string) bool {
+	_, ok := d.find(from, aliases)
+	return ok
+}
+
 // speaker is who sent a message, as the door found them.
 type speaker struct {
 	account, person string
@@ -175,13 +181,22 @@ type speaker struct {
 // who finds the sender: the person an account belongs to, or an allowed
 // account. ok false: not answered.
 func (d *Door) who(from string, aliases []string) (speaker, bool) {
+	sp, ok := d.find(from, aliases)
+	switch {
+	case !ok && sp.person != "":
+		d.refuseOnce(from, "their person may not talk")
+	case !ok:
+		d.refuseOnce(from, "not on allow and no person's account")
+	}
+	return sp, ok
+}
+
+// find is who without the log line.
+func (d *Door) find(from string, aliases []string) (speaker, bool) {
 	names := append([]string{from}, aliases...)
 	if d.opts.People != nil {
 		for _, n := range names {
 			if p, may := d.opts.People(n); p != "" {
-				if !may {
-					d.refuseOnce(from, "their person may not talk")
-				}
 				return speaker{from, p}, may
 			}
 		}
@@ -195,7 +210,6 @@ func (d *Door) who(from string, aliases []string) (speaker, bool) {
 			return sp, true
 		}
 	}
-	d.refuseOnce(from, "not on allow and no person's account")
 	return speaker{}, false
 }
 
