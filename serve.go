@@ -107,11 +107,11 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	}
 
 	runErr, hubStopped := waitForEnd(ctx, logger, hubErr, srvErr, runnerErr)
-	mail, sched := lt.get()
+	doors, sched := lt.get()
 	// The holder keeps its lease until its hub has closed the turn: then
 	// it lets go, and another node takes over at once.
 	afterHub := func() { stopRunner(); go stopTools() }
-	if err := shutdown(logger, repl, mail, sched, stopHub, hubErr, hubStopped, afterHub, srv, a.ws, st.chatLog); err != nil && runErr == nil {
+	if err := shutdown(logger, repl, doors, sched, stopHub, hubErr, hubStopped, afterHub, srv, a.ws, st.chatLog); err != nil && runErr == nil {
 		runErr = err
 	}
 	return runErr
@@ -230,6 +230,7 @@ type app struct {
 	hub     *hub.SessionManager
 	tools   *mcp.Manager // nil without mcp.servers
 	mail    *email.Channel
+	chats   []chatDoor // the chat doors enabled (serve_chat.go)
 	sched   *schedule.Scheduler
 	ws      *ws.Handler
 	handler http.Handler
@@ -275,6 +276,9 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		}
 		registry.MustRegister(a.mail.Collector())
 	}
+	if a.chats, err = newChatDoors(cfg, a, getenv, logger, st); err != nil {
+		return nil, err
+	}
 	if a.sched, err = newScheduler(cfg, a, getenv, logger); err != nil {
 		return nil, err
 	}
@@ -316,6 +320,7 @@ func wire(cfg config.Config, token string, getenv func(string) string, logger *s
 		AttachmentMaxBytes: cfg.Attachments.MaxBytes,
 		Schedules:          a.schedAPI,
 		Warnings:           a.warnings,
+		Doors:              a.chatStatus,
 		Cluster:            clusterStatusFunc(a, node),
 		OIDCClientSecret:   oidcClientSecret(cfg, getenv),
 		Audit:              a.hub.RecordPersonChange,
@@ -337,7 +342,7 @@ func (a *app) warnings() []string {
 	if a.itemsDamage != nil {
 		w = append(w, a.itemsDamage.Message())
 	}
-	return w
+	return append(w, a.chatWarnings()...)
 }
 
 // newHub makes the session over the stores; tools supplies each turn's
@@ -447,6 +452,7 @@ func (a *app) schedulesChanged() {
 // task is a door's run loop (the console, email) on a goroutine of its
 // own, stopped with its context.
 type task struct {
+	name string
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -455,7 +461,7 @@ type task struct {
 // under name (the server goes on without it).
 func startTask(ctx context.Context, logger *slog.Logger, name string, fn func(context.Context) error) *task {
 	tctx, stop := context.WithCancel(ctx)
-	t := &task{stop: stop, done: make(chan struct{})}
+	t := &task{name: name, stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		if err := fn(tctx); err != nil {
@@ -508,7 +514,7 @@ const (
 // stuck part (a mail server, a client that does not read) cannot starve the
 // ones after it. hubStopped says the hub has already returned (its error
 // was taken from hubErr).
-func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
+func shutdown(logger *slog.Logger, repl *task, doors []*task, sched *task, stopHub context.CancelFunc, hubErr <-chan error, hubStopped bool,
 	afterHub func(), srv *http.Server, wsh *ws.Handler, chatLog *history.Log) error {
 	start := time.Now()
 	phase := func(until time.Duration) (context.Context, context.CancelFunc) {
@@ -518,8 +524,10 @@ func shutdown(logger *slog.Logger, repl, mail, sched *task, stopHub context.Canc
 	inputs, cancelInputs := phase(shutdownInputs)
 	defer cancelInputs()
 	repl.halt(inputs)
-	if !mail.halt(inputs) {
-		logger.Error("email channel did not stop in time")
+	for _, d := range doors {
+		if !d.halt(inputs) {
+			logger.Error(d.name + " did not stop in time")
+		}
 	}
 	if !sched.halt(inputs) {
 		logger.Error("scheduler did not stop in time")
@@ -639,51 +647,52 @@ func consoleCluster(a *app, n *cluster.Node) func() console.ClusterView {
 }
 
 // leadTasks are the holder's doors besides the hub, started when this
-// node wins the lease: the email poller and the scheduler's firing.
+// node wins the lease: the email poller, the chat doors and the
+// scheduler's firing.
 type leadTasks struct {
-	mu          sync.Mutex
-	mail, sched *task
+	mu    sync.Mutex
+	doors []*task // email, then the chat doors
+	sched *task
 }
 
 func (lt *leadTasks) start(ctx context.Context, a *app, logger *slog.Logger) {
 	// A node that leads again: the last time's tasks end first (their ctx
 	// ended when it stopped leading).
-	for _, t := range lt.getAll() {
-		<-t.done
+	doors, sched := lt.get()
+	for _, t := range append(doors, sched) {
+		if t != nil {
+			<-t.done
+		}
 	}
-	// A new holder starts from the schedules and the email spool the
-	// last one replicated.
-	if err := a.state.TakeOver(ctx, a.sched, a.mail != nil, logger); err != nil {
+	// A new holder starts from the schedules, the email spool and the
+	// chat doors' state the last one replicated.
+	var chats []string
+	for _, c := range a.chats {
+		chats = append(chats, c.name)
+	}
+	if err := a.state.TakeOver(ctx, a.sched, a.mail != nil, chats, logger); err != nil {
 		if ctx.Err() == nil {
-			logger.Error("cluster: could not take over the schedules and the email spool; this holder runs neither", "err", err)
+			logger.Error("cluster: could not take over the schedules, the email spool and the chat doors' state; this holder runs none of them", "err", err)
 		}
 		return
 	}
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
+	lt.doors = nil
 	if a.mail != nil {
-		lt.mail = startTask(ctx, logger, "email channel", a.mail.Run)
+		lt.doors = append(lt.doors, startTask(ctx, logger, "email channel", a.mail.Run))
+	}
+	for _, c := range a.chats {
+		lt.doors = append(lt.doors, startTask(ctx, logger, c.name+" door", c.door.Run))
 	}
 	lt.sched = startTask(ctx, logger, "scheduler", a.sched.Run)
 	a.state.Lead(ctx, a.sched, logger)
 }
 
-// getAll returns the tasks started, if any.
-func (lt *leadTasks) getAll() []*task {
-	var all []*task
-	mail, sched := lt.get()
-	for _, t := range []*task{mail, sched} {
-		if t != nil {
-			all = append(all, t)
-		}
-	}
-	return all
-}
-
-func (lt *leadTasks) get() (mail, sched *task) {
+func (lt *leadTasks) get() (doors []*task, sched *task) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
-	return lt.mail, lt.sched
+	return append([]*task(nil), lt.doors...), lt.sched
 }
 
 // newRunner makes the runner that joins the hub to the cluster.

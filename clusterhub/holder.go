@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/channels/email"
 	"github.com/frontdesk-hq/frontdesk/cluster"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
@@ -22,6 +23,7 @@ type HolderFiles struct {
 	dataDir     string
 	node        *cluster.Node
 	sched, mail *Replica
+	chats       map[string]*Replica // by door: each chat door's state.json
 	leading     atomic.Bool
 }
 
@@ -31,7 +33,25 @@ type HolderFiles struct {
 func NewHolderFiles(dataDir string, n *cluster.Node, fenced func()) *HolderFiles {
 	return &HolderFiles{dataDir: dataDir, node: n,
 		sched: &Replica{Node: n, Key: KeySchedules, Fenced: fenced},
-		mail:  &Replica{Node: n, Key: KeyEmail, Fenced: fenced}}
+		mail:  &Replica{Node: n, Key: KeyEmail, Fenced: fenced},
+		chats: chatReplicas(n, fenced)}
+}
+
+// chatReplicas are the chat doors' replicas, under the door's name.
+func chatReplicas(n *cluster.Node, fenced func()) map[string]*Replica {
+	m := map[string]*Replica{}
+	for _, door := range chat.DoorNames {
+		m[door] = &Replica{Node: n, Key: door, Fenced: fenced}
+	}
+	return m
+}
+
+// ChatReplicate is chat.Options.Replicate for door: nil on a single node.
+func (h *HolderFiles) ChatReplicate(door string) func([]byte) error {
+	if h == nil {
+		return nil
+	}
+	return h.chats[door].Put
 }
 
 // WatchSchedules tells this node's open Scheduled panels when the
@@ -65,10 +85,11 @@ func (h *HolderFiles) Forwarding(s *schedule.Scheduler) Schedules {
 	return Schedules{Node: h.node, Local: s, Leads: h.leading.Load}
 }
 
-// TakeOver restores the cluster's schedules.json and, with mail, its email
-// spool into this node's data directory and has the scheduler read them
-// again; a new holder calls it before its scheduler and email channel start.
-func (h *HolderFiles) TakeOver(ctx context.Context, sched *schedule.Scheduler, mail bool, logger *slog.Logger) error {
+// TakeOver restores the cluster's schedules.json, with mail its email
+// spool, and the state of each chat door in chats, into this node's data
+// directory and has the scheduler read them again; a new holder calls it
+// before its scheduler and doors start.
+func (h *HolderFiles) TakeOver(ctx context.Context, sched *schedule.Scheduler, mail bool, chats []string, logger *slog.Logger) error {
 	if h == nil {
 		return nil
 	}
@@ -80,6 +101,11 @@ func (h *HolderFiles) TakeOver(ctx context.Context, sched *schedule.Scheduler, m
 		held = append(held, Held{Replica: h.mail,
 			Local:   func() ([]byte, error) { return email.SnapshotSpool(h.dataDir) },
 			Restore: func(b []byte) error { return email.RestoreSpool(h.dataDir, b) }})
+	}
+	for _, door := range chats {
+		held = append(held, Held{Replica: h.chats[door],
+			Local:   func() ([]byte, error) { return chat.SnapshotState(h.dataDir, door) },
+			Restore: func(b []byte) error { return chat.RestoreState(h.dataDir, door, b) }})
 	}
 	if err := TakeOver(ctx, logger, held...); err != nil {
 		return err

@@ -13,8 +13,9 @@ type Actor struct {
 	// but unmapped email sender).
 	Person string `json:"person,omitempty"`
 	// SignedIn is true when the door checked a credential (a token, a web
-	// session, a trusted proxy's header, an OIDC sign-in) or is the
-	// server's own terminal. Email and chat accounts only say who sent a
+	// session, a trusted proxy's header, an OIDC sign-in), is the server's
+	// own terminal, or is a chat door whose platform signed the account in
+	// (Telegram, Matrix, Slack). An email address only says who sent a
 	// message: approving, resetting, forgetting and erasing need it.
 	SignedIn bool `json:"signed_in,omitempty"`
 }

@@ -139,11 +139,16 @@ func (h *apiHandlers) session(w http.ResponseWriter, r *http.Request) error {
 		c := h.o.Cluster()
 		cl = &c
 	}
+	var doors []DoorStatus
+	if h.o.Doors != nil {
+		doors = h.o.Doors()
+	}
 	httpjson.Write(w, http.StatusOK, struct {
 		hub.Info
 		MCPServers any            `json:"mcp_servers,omitempty"`
 		Cluster    *ClusterStatus `json:"cluster,omitempty"`
-	}{info, mcpServers(h.o), cl})
+		Doors      []DoorStatus   `json:"doors,omitempty"`
+	}{info, mcpServers(h.o), cl, doors})
 	return nil
 }
 

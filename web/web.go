@@ -99,6 +99,9 @@ type Options struct {
 	// answers 200 with status "degraded" and them as "reasons". Called on
 	// each request from the request's goroutine.
 	Warnings func() []string
+	// Doors, if set, lists the chat doors that run on this node and how
+	// they are (GET /api/session's doors).
+	Doors func() []DoorStatus
 	// Attachments serves POST /api/attachments and GET
 	// /api/attachments/{sha256} (nil: not mounted). AttachmentMaxBytes
 	// caps an upload: attachments.max_bytes, default
@@ -215,4 +218,15 @@ func securityHeaders(h http.Handler) http.Handler {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// DoorStatus is a chat door's state in GET /api/session: Error says why
+// it is unhealthy (the platform refuses the token, answers 429 or not at
+// all); Running is false on a cluster node that does not hold the lease
+// (the door runs on the holder).
+type DoorStatus struct {
+	Door    string `json:"door"`
+	Running bool   `json:"running"`
+	Healthy bool   `json:"healthy"`
+	Error   string `json:"error,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -73,6 +74,7 @@ type Door struct {
 	log   *slog.Logger
 	state *stateFile
 	ctx   context.Context // Run's: the replies follow it
+	run   atomic.Bool     // Run is running
 	wg    sync.WaitGroup  // Run's goroutines, the replies' among them
 
 	mu      sync.Mutex
@@ -124,6 +126,8 @@ func (d *Door) Run(ctx context.Context) error {
 		return fmt.Errorf("%s door: %w", d.opts.Door, err)
 	}
 	d.ctx = ctx
+	d.run.Store(true)
+	defer d.run.Store(false)
 	defer d.wg.Wait()
 	d.wg.Go(func() { d.dispatch(ctx, sub) })
 	for _, o := range d.state.owedNow() {
@@ -135,6 +139,9 @@ func (d *Door) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// Running says whether Run runs (on a cluster: this node holds the lease).
+func (d *Door) Running() bool { return d.run.Load() }
 
 // Health is "" while the door works, else why not ("telegram: …").
 func (d *Door) Health() string {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/config"
+	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/people"
+	"github.com/frontdesk-hq/frontdesk/web"
+)
+
+// The chat doors' wiring (Telegram, Matrix, Slack): each enabled door is
+// its platform's connector joined to the session by a chat.Door. Like the
+// email door, they run where the lease is: on a single node from the
+// start, on a cluster on the holder (their state replicated).
+
+// chatDoor is one wired chat door.
+type chatDoor struct {
+	name string
+	door *chat.Door
+}
+
+// newChatDoors builds the enabled chat doors. A door enabled but unusable
+// (its token variable empty, say) refuses to start the server, naming the
+// door and the variable, rather than silently not answering.
+func newChatDoors(cfg config.Config, a *app, getenv func(string) string, logger *slog.Logger, st *stores) ([]chatDoor, error) {
+	var doors []chatDoor
+	for _, name := range enabledChats(cfg) {
+		conn, err := chatConnector(cfg, name, getenv, logger)
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s: %w", name, err)
+		}
+		d, err := chat.New(a.hub, conn, chatOptions(cfg, name, st, a.state.ChatReplicate(name), logger))
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s: %w", name, err)
+		}
+		doors = append(doors, chatDoor{name: name, door: d})
+	}
+	return doors, nil
+}
+
+// enabledChats names the chat doors config turns on.
+func enabledChats(cfg config.Config) []string {
+	var on []string
+	c := cfg.Channels
+	for name, enabled := range map[string]bool{event.ChannelTelegram: c.Telegram.Enabled, event.ChannelMatrix: c.Matrix.Enabled, event.ChannelSlack: c.Slack.Enabled} {
+		if enabled {
+			on = append(on, name)
+		}
+	}
+	return sortedDoors(on)
+}
+
+// sortedDoors orders doors as chat.DoorNames does (logs and lists stay put).
+func sortedDoors(on []string) []string {
+	var out []string
+	for _, n := range chat.DoorNames {
+		for _, o := range on {
+			if o == n {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func chatOptions(cfg config.Config, name string, st *stores, replicate func([]byte) error, logger *slog.Logger) chat.Options {
+	o := chat.Options{Door: name, Allow: chatAllow(cfg, name), DataDir: cfg.DataDir,
+		MaxAttachments: cfg.Attachments.MaxPerMessage, Replicate: replicate, Logger: logger}
+	if st.files != nil {
+		o.Attachments = st.files
+	}
+	dir := st.people
+	if dir.Implicit() {
+		// One person on a laptop: the accounts on allow are theirs.
+		if p := dir.FirstAdmin(); p != nil {
+			o.Owner = p.ID
+		}
+	} else {
+		o.People, o.Names = chatPeople(dir, name), dir.Name
+	}
+	return o
+}
+
+func chatAllow(cfg config.Config, name string) []string {
+	switch name {
+	case event.ChannelTelegram:
+		return cfg.Channels.Telegram.Allow
+	case event.ChannelMatrix:
+		return cfg.Channels.Matrix.Allow
+	}
+	return cfg.Channels.Slack.Allow
+}
+
+// chatPeople is a chat door's people: the person whose accounts hold an
+// account on this door, and whether they may talk.
+func chatPeople(dir *people.Directory, door string) func(string) (string, bool) {
+	return func(acct string) (string, bool) {
+		p := dir.ByAccount(door, acct)
+		if p == nil {
+			return "", false
+		}
+		return p.ID, p.Can(event.PermTalk)
+	}
+}
+
+// chatStatus is /api/session's doors: each chat door that runs here and
+// how it is; unhealthy ones are /healthz reasons too (chatWarnings).
+func (a *app) chatStatus() []web.DoorStatus {
+	var out []web.DoorStatus
+	for _, c := range a.chats {
+		why := c.door.Health()
+		out = append(out, web.DoorStatus{Door: c.name, Running: c.door.Running(), Healthy: why == "", Error: why})
+	}
+	return out
+}
+
+func (a *app) chatWarnings() []string {
+	var w []string
+	for _, c := range a.chats {
+		if why := c.door.Health(); why != "" {
+			w = append(w, why)
+		}
+	}
+	return w
+}
+
+// chatConnector makes door name's connector from its config block; the
+// secrets come from the variables the block names.
+func chatConnector(cfg config.Config, name string, getenv func(string) string, logger *slog.Logger) (chat.Connector, error) {
+	return nil, fmt.Errorf("the %s door is not built yet", name)
+}
