@@ -3,6 +3,12 @@ GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
+# The Matrix door's end-to-end encryption is mautrix's pure-Go crypto,
+# which builds only with the goolm tag (no libolm, no cgo: the binary stays
+# static). Every go command below gets it, and so do the tests' own builds
+# of the binary (they inherit GOFLAGS). Without it the Matrix door refuses
+# to start, saying so; everything else works.
+export GOFLAGS := $(GOFLAGS) -tags=goolm
 
 .PHONY: run build test bench soak lint fmt tidy-check staticcheck fuzz
 
