@@ -10,6 +10,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // reply follows one owed reply: its turn's frames (streamed text,
@@ -103,7 +104,7 @@ func (d *Door) resume(ctx context.Context, o *owed) {
 			return
 		}
 		d.log.Warn("chat: a reply owed from before could not be resumed; trying again", "err", err, "wait", wait)
-		if !sleep(ctx, wait) {
+		if !ctxsleep.Sleep(ctx, wait) {
 			return
 		}
 		wait = min(2*wait, d.opts.MaxBackoff)
@@ -318,20 +319,9 @@ func (d *Door) retry(ctx context.Context, f func() error) error {
 		if errors.As(err, &ra) && ra.After > 0 {
 			next = ra.After
 		}
-		if !sleep(ctx, next) {
+		if !ctxsleep.Sleep(ctx, next) {
 			return ctx.Err()
 		}
 		wait = min(2*wait, d.opts.MaxBackoff)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
