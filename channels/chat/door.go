@@ -294,11 +294,14 @@ func (d *Door) storeFile(ctx context.Context, f File) (event.Attachment, error) 
 	return d.opts.Attachments.Put(r, f.Name)
 }
 
-// command runs /cancel, /approve ID, /deny ID, /start and /help; false
-// for anything else.
+// command runs /cancel, /approve ID, /deny ID, /start and /help (or the
+// same with "!"); false for anything else.
 func (d *Door) command(ctx context.Context, o *owed, sp speaker) bool {
 	word, arg, _ := strings.Cut(o.Content, " ")
 	word, _, _ = strings.Cut(word, "@") // /cancel@frontdesk_bot
+	if rest, ok := strings.CutPrefix(word, "!"); ok {
+		word = "/" + rest // Slack keeps "/" for its own commands: !cancel
+	}
 	actor := hub.Actor{Door: d.opts.Door, Person: sp.person, SignedIn: sp.person != ""}
 	var text string
 	switch word {

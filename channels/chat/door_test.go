@@ -233,3 +233,26 @@ type answer string
 func (a answer) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
 	return agent.Reply{Content: string(a)}, nil
 }
+
+// TestCancelCommand: /cancel (and !cancel, for Slack) stops the running
+// reply and says so in the chat; with nothing running it says that.
+func TestCancelCommand(t *testing.T) {
+	gate := testagent.NewGate()
+	s := chattest.Start(t, "", hub.Config{}, gate)
+	f := newFake(4000)
+	chattest.RunDoor(t, newDoor(t, s, f, chat.Options{Owner: "owner"}))
+	f.send(t, chat.Message{ID: "1", Chat: "c", From: "@ann", Text: "work", Direct: true})
+	chattest.Eventually(t, "the turn", func() bool { _, texts, _ := f.snapshot(); return texts["m1"] == "part " })
+	f.send(t, chat.Message{ID: "2", Chat: "c", From: "@ann", Text: "!cancel", Direct: true})
+	chattest.Eventually(t, "the cancelled reply", func() bool {
+		_, texts, _ := f.snapshot()
+		return texts["m2"] == "Cancelled." && strings.Contains(texts["m1"], "(cancelled)")
+	})
+	f.send(t, chat.Message{ID: "3", Chat: "c", From: "@ann", Text: "/cancel@frontdesk_bot", Direct: true})
+	if _, texts, _ := f.snapshot(); texts["m3"] != "Nothing is running." {
+		t.Fatalf("answer = %q", texts["m3"])
+	}
+	if n := len(s.Users()); n != 1 {
+		t.Fatalf("%d user events, want 1: commands are not messages", n)
+	}
+}
