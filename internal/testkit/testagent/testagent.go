@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/event"
@@ -109,4 +110,24 @@ func Confirmed(name string, runs *atomic.Int32) func() []agent.Tool {
 		return []agent.Tool{{Name: name, Server: "files", Confirm: true, Parameters: json.RawMessage(`{"type":"object"}`),
 			Call: func(ctx context.Context, args json.RawMessage) (string, error) { runs.Add(1); return "done", nil }}}
 	}
+}
+
+// Stream is the round-trip benchmarks' agent: it streams First as a delta
+// at once, waits Pause, and replies First + Rest.
+type Stream struct {
+	First, Rest string
+	Pause       time.Duration
+}
+
+var _ agent.Agent = Stream{}
+
+// Run implements agent.Agent.
+func (s Stream) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
+	emit(event.Delta, event.TextData{Text: s.First})
+	select {
+	case <-time.After(s.Pause):
+	case <-ctx.Done():
+		return agent.Reply{}, ctx.Err()
+	}
+	return agent.Reply{Content: s.First + s.Rest}, nil
 }
