@@ -32,6 +32,8 @@ type fakeAPI struct {
 	files   map[string]fakeFile     // by file_id
 	polling int                     // getUpdates waiting now
 	drops   int                     // polls dropped so far
+	// delivered counts how often each update was handed out.
+	delivered map[int64]int
 
 	// Switches, set with set.
 	revoked   bool           // every method answers 401
@@ -79,7 +81,7 @@ const fakeToken = "123456:TEST-token"
 
 func newFakeAPI(t testing.TB) *fakeAPI {
 	f := &fakeAPI{token: fakeToken, changed: make(chan struct{}), nextUpd: 100, nextMsg: 500,
-		msgs: map[string]*sentMessage{}, files: map[string]fakeFile{}, tooMany: map[string]int{}}
+		msgs: map[string]*sentMessage{}, delivered: map[int64]int{}, files: map[string]fakeFile{}, tooMany: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -270,6 +272,7 @@ func (f *fakeAPI) getUpdates(w http.ResponseWriter, r *http.Request) {
 			out := make([]map[string]any, 0, len(f.updates))
 			for _, u := range f.updates {
 				out = append(out, u.raw)
+				f.delivered[u.id]++
 			}
 			f.record("getUpdates", 200)
 			w.Header().Set("Content-Type", "application/json")

@@ -91,6 +91,13 @@ type spy struct {
 	advance func(cursor string, next func() error) error
 }
 
+// hook sets message and advance.
+func (s *spy) hook(message func(ctx context.Context, m chat.Message, next func() error) error, advance func(cursor string, next func() error) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.message, s.advance = message, advance
+}
+
 func (s *spy) reported() []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
