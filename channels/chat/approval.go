@@ -17,6 +17,9 @@ func (r *reply) ask(ctx context.Context, f *hub.Frame) {
 	}
 	md := approvalText(a)
 	d := r.d
+	d.mu.Lock()
+	d.asked[a.ID] = askedMsg{chat: r.o.Chat, text: md} // no id yet: the post is in flight
+	d.mu.Unlock()
 	var id string
 	err := d.retry(ctx, func() error {
 		var err error
@@ -25,12 +28,18 @@ func (r *reply) ask(ctx context.Context, f *hub.Frame) {
 			Buttons: []Button{{Label: "Approve", Approval: a.ID, Decision: "approve"}, {Label: "Deny", Approval: a.ID, Decision: "deny"}}})
 		return err
 	})
-	if err != nil {
-		return
-	}
 	d.mu.Lock()
-	d.asked[a.ID] = askedMsg{chat: r.o.Chat, id: id, text: md}
+	m := d.asked[a.ID]
+	m.id = id
+	if err != nil {
+		delete(d.asked, a.ID)
+	} else {
+		d.asked[a.ID] = m
+	}
 	d.mu.Unlock()
+	if err == nil && m.result != nil {
+		d.approvalDone(ctx, m.result) // answered before the post returned
+	}
 }
 
 func approvalText(a event.ApprovalRequestData) string {
@@ -57,7 +66,13 @@ func (d *Door) approvalDone(ctx context.Context, f *hub.Frame) {
 	}
 	d.mu.Lock()
 	m, ok := d.asked[res.ID]
-	delete(d.asked, res.ID)
+	if ok && m.id == "" {
+		m.result = f // ask marks it once the platform gave the message's id
+		d.asked[res.ID] = m
+		ok = false
+	} else {
+		delete(d.asked, res.ID)
+	}
 	d.mu.Unlock()
 	if !ok {
 		return

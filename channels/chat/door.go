@@ -86,8 +86,12 @@ type Door struct {
 	sendErr error               // the last post or edit that failed for good
 }
 
-// askedMsg is an approval request's message.
-type askedMsg struct{ chat, id, text string }
+// askedMsg is an approval request's message; id is "" while it is being
+// posted, and result is then an answer that came meanwhile.
+type askedMsg struct {
+	chat, id, text string
+	result         *hub.Frame
+}
 
 // New opens the door's state; Run starts it.
 func New(s Session, c Connector, o Options) (*Door, error) {
