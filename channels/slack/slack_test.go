@@ -1,0 +1,254 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frontdesk-hq/frontdesk/agent"
+	"github.com/frontdesk-hq/frontdesk/attachments"
+	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
+	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+)
+
+// runDoor runs a real chat.Door over a Connector on f, for session s.
+// The door's own backoff is short, so a wait as long as a Retry-After is
+// the connector's doing.
+func runDoor(t testing.TB, f *fakeSlack, s *chattest.Session, o chat.Options) (*chat.Door, func()) {
+	t.Helper()
+	c, err := New(f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Door, o.DataDir = "slack", s.Dir
+	if o.Allow == nil {
+		o.Allow = []string{"U1"}
+	}
+	o.MinBackoff, o.MaxBackoff = 10*time.Millisecond, 100*time.Millisecond
+	d, err := chat.New(s, c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, chattest.RunDoor(t, d)
+}
+
+// TestDMStreamedReply: a direct message is a user event of the slack
+// door from the Slack user id; its reply is posted in the message's
+// thread, grows by chat.update and ends exact; the envelope is
+// acknowledged; the socket was opened with Slack's Origin.
+func TestDMStreamedReply(t *testing.T) {
+	gate := testagent.NewGate()
+	s := chattest.Start(t, "", hub.Config{}, gate)
+	f := newFakeSlack(t)
+	runDoor(t, f, s, chat.Options{Owner: "owner"})
+
+	env := f.dm("U1", "hello &amp; <https://example.com|the site>", "1700000000.000100")
+	f.wait("the streamed words", func() bool { return f.text(0) == "part " })
+	f.waitAck(env)
+	gate.Release <- struct{}{}
+	want := "reply to hello &amp; the site (https://example.com)" // mrkdwn escapes &
+	f.wait("the final edit", func() bool { return f.text(0) == want })
+
+	f.mu.Lock()
+	m, posts, origins := *f.msgs[f.order[0]], len(f.order), f.origins
+	f.mu.Unlock()
+	if posts != 1 || m.Chat != "D1" || m.Thread != "1700000000.000100" {
+		t.Fatalf("%d posts, the first %+v; want one in D1 threaded on 1700000000.000100", posts, m)
+	}
+	if len(origins) != 1 || origins[0] != "https://api.slack.com" {
+		t.Fatalf("socket origins = %q, want one https://api.slack.com", origins)
+	}
+	us := s.Users()
+	if len(us) != 1 || us[0].Channel != "slack" || us[0].From != "U1" || us[0].Person != "owner" ||
+		us[0].ClientMsgID != "slack:D1:1700000000.000100" || us[0].Content != "hello & the site (https://example.com)" {
+		t.Fatalf("user events = %+v", us)
+	}
+}
+
+// channelMsg is a message event in channel C1.
+func channelMsg(user, text, ts string) map[string]any {
+	return map[string]any{"type": "message", "channel": "C1", "channel_type": "channel", "user": user, "text": text, "ts": ts}
+}
+
+// TestChannelOnlyWhenMentioned: in a channel, a message without the
+// bot's mention, a bot's message and a join are not answered; a message
+// naming the bot is, once, although Slack sends it both as message and
+// as app_mention; the mention is gone from the text. Every envelope is
+// acknowledged.
+func TestChannelOnlyWhenMentioned(t *testing.T) {
+	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
+	f := newFakeSlack(t)
+	runDoor(t, f, s, chat.Options{})
+
+	bot := channelMsg("", "<@UBOT> I am a bot", "1.2")
+	bot["bot_id"] = "B9"
+	join := channelMsg("U1", "<@U1> has joined the channel", "1.3")
+	join["subtype"] = "channel_join"
+	mention := map[string]any{"type": "app_mention", "channel": "C1", "user": "U1", "text": "<@UBOT> what time is it?", "ts": "1.4"}
+	var envs []string
+	for _, ev := range []map[string]any{channelMsg("U1", "hello all", "1.1"), bot, join,
+		channelMsg("U1", "<@UBOT> what time is it?", "1.4"), mention} {
+		envs = append(envs, f.event(ev))
+	}
+	for _, e := range envs {
+		f.waitAck(e)
+	}
+	f.wait("the answer", func() bool { return f.text(0) == "ok" })
+	us := s.Users()
+	if len(us) != 1 || us[0].Content != "what time is it?" || us[0].ClientMsgID != "slack:C1:1.4" {
+		t.Fatalf("user events = %+v, want one: what time is it?", us)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.order) != 1 || f.msgs[f.order[0]].Thread != "1.4" || f.msgs[f.order[0]].Chat != "C1" {
+		t.Fatalf("%d posts, want one in C1 threaded on 1.4", len(f.order))
+	}
+}
+
+// TestStranger: a direct message from a user not on allow is
+// acknowledged, not answered and leaves nothing in the log; an allowed
+// user's next message is answered.
+func TestStranger(t *testing.T) {
+	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
+	f := newFakeSlack(t)
+	runDoor(t, f, s, chat.Options{})
+	f.waitAck(f.dm("U666", "let me in", "2.1"))
+	f.waitAck(f.dm("U1", "hi", "2.2"))
+	f.wait("the answer to U1", func() bool { return f.text(0) == "ok" })
+	if us := s.Users(); len(us) != 1 || us[0].From != "U1" {
+		t.Fatalf("user events = %+v, want U1's alone", us)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.order) != 1 || f.msgs[f.order[0]].Thread != "2.2" {
+		t.Fatalf("%d posts, want one answering 2.2", len(f.order))
+	}
+}
+
+// TestFiles: a photo shared in a DM arrives as an attachment, fetched
+// from url_private with the bot token; a file whose URL is not Slack's
+// is not fetched (the token stays home) and the model is told.
+func TestFiles(t *testing.T) {
+	store, err := attachments.Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := chattest.Start(t, "", hub.Config{Attachments: store}, answer("nice"))
+	f := newFakeSlack(t)
+	var img bytes.Buffer
+	png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 4, 4)))
+	f.files["/files/cat.png"] = img.Bytes()
+	runDoor(t, f, s, chat.Options{Attachments: store})
+
+	ev := map[string]any{"type": "message", "subtype": "file_share", "channel": "D1", "channel_type": "im", "user": "U1",
+		"text": "look", "ts": "3.1", "files": []map[string]any{
+			{"id": "F1", "name": "cat.png", "mimetype": "image/png", "size": img.Len(), "url_private": f.srv.URL + "/files/cat.png"},
+			{"id": "F2", "name": "evil.txt", "size": 3, "url_private": "http://127.0.0.2:9/steal"},
+		}}
+	f.waitAck(f.event(ev))
+	f.wait("the answer", func() bool { return f.text(0) == "nice" })
+	us := s.Users()
+	if len(us) != 1 {
+		t.Fatalf("%d user events, want 1", len(us))
+	}
+	a := us[0].Attachments
+	if len(a) != 1 || a[0].Name != "cat.png" || a[0].Size != int64(img.Len()) || a[0].Type != "image/png" {
+		t.Fatalf("attachments = %+v, want cat.png of %d bytes", a, img.Len())
+	}
+	if !strings.HasPrefix(us[0].Content, "look") || !strings.Contains(us[0].Content, `"evil.txt" was not stored`) {
+		t.Fatalf("content = %q, want look and a note that evil.txt was not stored", us[0].Content)
+	}
+}
+
+// TestApprovalButtons: an approval request is posted with Approve and
+// Deny buttons whose values are "<decision>:<id>"; Approve pressed
+// (block_actions over the socket) runs the tool, tells the presser, and
+// the request's message then says who approved, its buttons gone.
+func TestApprovalButtons(t *testing.T) {
+	var runs atomic.Int32
+	s := chattest.Start(t, "", hub.Config{Tools: testagent.Confirmed("probe", &runs)}, testagent.CallTool{Name: "probe", Args: `{}`})
+	f := newFakeSlack(t)
+	runDoor(t, f, s, chat.Options{Owner: "owner", Names: func(string) string { return "Ann" }})
+	f.dm("U1", "go", "4.1")
+	var ask string
+	var values []string
+	f.wait("the approval request", func() bool {
+		for _, ts := range f.order {
+			if m := f.msgs[ts]; len(m.Buttons) == 2 {
+				ask, values = ts, m.Buttons
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.HasPrefix(values[0], "approve:") || !strings.HasPrefix(values[1], "deny:") {
+		t.Fatalf("button values = %q", values)
+	}
+	env := f.push("interactive", map[string]any{"type": "block_actions", "user": map[string]any{"id": "U1"},
+		"channel": map[string]any{"id": "D1"}, "container": map[string]any{"type": "message", "message_ts": ask},
+		"actions": []map[string]any{{"type": "button", "action_id": "frontdesk_approve", "block_id": "b", "value": values[0]}}})
+	f.waitAck(env)
+	f.wait("the marked request and the whisper", func() bool {
+		m := f.msgs[ask]
+		return strings.Contains(m.Text, "Approved") && strings.Contains(m.Text, "Ann") && len(m.Buttons) == 0 &&
+			len(f.whispers) == 1 && f.whispers[0] == "U1: Approved."
+	})
+	chattest.Eventually(t, "the tool's run", func() bool { return runs.Load() == 1 })
+}
+
+// TestCancel: /cancel in the DM stops the running reply and says so in
+// the thread of the /cancel.
+func TestCancel(t *testing.T) {
+	gate := testagent.NewGate()
+	s := chattest.Start(t, "", hub.Config{}, gate)
+	f := newFakeSlack(t)
+	runDoor(t, f, s, chat.Options{Owner: "owner"})
+	f.dm("U1", "hello", "5.1")
+	f.wait("the streamed words", func() bool { return f.text(0) == "part " })
+	f.dm("U1", "/cancel", "5.2")
+	select {
+	case <-gate.Cancelled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the turn was not cancelled")
+	}
+	f.wait("Cancelled. in the thread of /cancel", func() bool {
+		for _, ts := range f.order {
+			if m := f.msgs[ts]; m.Text == "Cancelled." && m.Thread == "5.2" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestRateLimited: chat.postMessage answered 429 with Retry-After: 1,
+// twice; the reply arrives, and the try after a 429 came no sooner than
+// Retry-After (the door's own backoff is 10 ms).
+func TestRateLimited(t *testing.T) {
+	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
+	f := newFakeSlack(t)
+	f.limit = 2
+	runDoor(t, f, s, chat.Options{})
+	f.dm("U1", "hi", "6.1")
+	f.wait("the answer", func() bool { return f.text(0) == "ok" })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.limit != 0 || f.after429 < time.Second {
+		t.Fatalf("429s left %d, waited %s after the last; want 0 and at least 1s", f.limit, f.after429)
+	}
+}
+
+// answer is an agent that replies text at once.
+type answer string
+
+func (a answer) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
+	return agent.Reply{Content: string(a)}, nil
+}
+
