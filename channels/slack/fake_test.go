@@ -38,6 +38,7 @@ type fakeSlack struct {
 	limitedAt time.Time     // the last 429
 	after429  time.Duration // from the last 429 to the next chat.* call taken
 	loseAcks  bool          // acks are read and forgotten (the process died before they left)
+	hold      bool          // a new socket does not get the envelopes pending until redeliver
 	opens     int           // apps.connections.open calls answered with a URL
 	origins   []string      // the Origin header of each socket
 	conn      *websocket.Conn
@@ -289,8 +290,10 @@ func (f *fakeSlack) socket(w http.ResponseWriter, r *http.Request) {
 	f.origins = append(f.origins, r.Header.Get("Origin"))
 	ctx := r.Context()
 	c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","num_connections":1,"debug_info":{"host":"fake"},"connection_info":{"app_id":"A1"}}`))
-	for _, e := range f.pending {
-		c.Write(ctx, websocket.MessageText, e.JSON)
+	if !f.hold {
+		for _, e := range f.pending {
+			c.Write(ctx, websocket.MessageText, e.JSON)
+		}
 	}
 	f.touch()
 	f.mu.Unlock()
@@ -328,6 +331,18 @@ func (f *fakeSlack) socket(w http.ResponseWriter, r *http.Request) {
 			f.touch()
 		}
 		f.mu.Unlock()
+	}
+}
+
+// redeliver sends the envelopes pending on the open socket.
+func (f *fakeSlack) redeliver() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = false
+	for _, e := range f.pending {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		f.conn.Write(ctx, websocket.MessageText, e.JSON)
+		cancel()
 	}
 }
 

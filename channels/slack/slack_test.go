@@ -251,4 +251,3 @@ type answer string
 func (a answer) Run(ctx context.Context, req agent.Request, emit agent.Emitter) (agent.Reply, error) {
 	return agent.Reply{Content: string(a)}, nil
 }
-
