@@ -5,6 +5,8 @@ import (
 	"context"
 	"image"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -78,22 +80,22 @@ func channelMsg(user, text, ts string) map[string]any {
 }
 
 // TestChannelOnlyWhenMentioned: in a channel, a message without the
-// bot's mention, a bot's message and a join are not answered; a message
+// bot's mention, a bot's message and a topic change are not answered; a message
 // naming the bot is, once, although Slack sends it both as message and
 // as app_mention; the mention is gone from the text. Every envelope is
 // acknowledged.
 func TestChannelOnlyWhenMentioned(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
 	f := newFakeSlack(t)
-	runDoor(t, f, s, chat.Options{})
+	runDoor(t, f, s, chat.Options{Allow: []string{"U1", "U9"}})
 
-	bot := channelMsg("", "<@UBOT> I am a bot", "1.2")
+	bot := channelMsg("U9", "<@UBOT> I am a bot", "1.2") // U9 is allowed: only bot_id keeps it out
 	bot["bot_id"] = "B9"
-	join := channelMsg("U1", "<@U1> has joined the channel", "1.3")
-	join["subtype"] = "channel_join"
+	topic := channelMsg("U1", "<@UBOT> set the channel topic", "1.3")
+	topic["subtype"] = "channel_topic"
 	mention := map[string]any{"type": "app_mention", "channel": "C1", "user": "U1", "text": "<@UBOT> what time is it?", "ts": "1.4"}
 	var envs []string
-	for _, ev := range []map[string]any{channelMsg("U1", "hello all", "1.1"), bot, join,
+	for _, ev := range []map[string]any{channelMsg("U1", "hello all", "1.1"), bot, topic,
 		channelMsg("U1", "<@UBOT> what time is it?", "1.4"), mention} {
 		envs = append(envs, f.event(ev))
 	}
@@ -145,12 +147,20 @@ func TestFiles(t *testing.T) {
 	var img bytes.Buffer
 	png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 4, 4)))
 	f.files["/files/cat.png"] = img.Bytes()
+	var stolen atomic.Int32 // requests that carried a token to a host not Slack's
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			stolen.Add(1)
+		}
+		w.Write([]byte("abc"))
+	}))
+	defer evil.Close()
 	runDoor(t, f, s, chat.Options{Attachments: store})
 
 	ev := map[string]any{"type": "message", "subtype": "file_share", "channel": "D1", "channel_type": "im", "user": "U1",
 		"text": "look", "ts": "3.1", "files": []map[string]any{
 			{"id": "F1", "name": "cat.png", "mimetype": "image/png", "size": img.Len(), "url_private": f.srv.URL + "/files/cat.png"},
-			{"id": "F2", "name": "evil.txt", "size": 3, "url_private": "http://127.0.0.2:9/steal"},
+			{"id": "F2", "name": "evil.txt", "size": 3, "url_private": strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) + "/steal"},
 		}}
 	f.waitAck(f.event(ev))
 	f.wait("the answer", func() bool { return f.text(0) == "nice" })
@@ -161,6 +171,9 @@ func TestFiles(t *testing.T) {
 	a := us[0].Attachments
 	if len(a) != 1 || a[0].Name != "cat.png" || a[0].Size != int64(img.Len()) || a[0].Type != "image/png" {
 		t.Fatalf("attachments = %+v, want cat.png of %d bytes", a, img.Len())
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Fatalf("the bot token went to a host not Slack's %d times", n)
 	}
 	if !strings.HasPrefix(us[0].Content, "look") || !strings.Contains(us[0].Content, `"evil.txt" was not stored`) {
 		t.Fatalf("content = %q, want look and a note that evil.txt was not stored", us[0].Content)
