@@ -193,12 +193,13 @@ var slackLink = regexp.MustCompile(`<([^<>]*)>`)
 // mention goes, other mentions and links become plain text, and &amp;
 // &lt; &gt; are unescaped.
 func (c *Connector) clean(text string) string {
+	if c.botID != "" { // the mention and one space after it
+		text = regexp.MustCompile(`<@`+regexp.QuoteMeta(c.botID)+`(\|[^<>]*)?> ?`).ReplaceAllString(text, "")
+	}
 	text = slackLink.ReplaceAllStringFunc(text, func(s string) string {
 		inner := s[1 : len(s)-1]
 		target, label, _ := strings.Cut(inner, "|")
 		switch {
-		case c.botID != "" && target == "@"+c.botID:
-			return ""
 		case strings.HasPrefix(target, "@"), strings.HasPrefix(target, "#"):
 			if label != "" {
 				return target[:1] + label

@@ -83,7 +83,8 @@ func channelMsg(user, text, ts string) map[string]any {
 // bot's mention, a bot's message and a topic change are not answered; a message
 // naming the bot is, once, although Slack sends it both as message and
 // as app_mention; the mention is gone from the text. Every envelope is
-// acknowledged.
+// acknowledged. A mention seen only in a message event, and an answer in
+// the thread of the bot's post, are answered too.
 func TestChannelOnlyWhenMentioned(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
 	f := newFakeSlack(t)
@@ -103,14 +104,29 @@ func TestChannelOnlyWhenMentioned(t *testing.T) {
 		f.waitAck(e)
 	}
 	f.wait("the answer", func() bool { return f.text(0) == "ok" })
-	us := s.Users()
-	if len(us) != 1 || us[0].Content != "what time is it?" || us[0].ClientMsgID != "slack:C1:1.4" {
-		t.Fatalf("user events = %+v, want one: what time is it?", us)
+	// A mention Slack sends only as a message event (no app_mention
+	// subscribed), and an answer in the thread of one of the bot's posts.
+	f.event(channelMsg("U1", "and <@UBOT|frontdesk> tomorrow?", "1.5"))
+	f.wait("the second answer", func() bool { return f.text(1) == "ok" })
+	inThread := channelMsg("U1", "thanks", "1.6")
+	inThread["thread_ts"], inThread["parent_user_id"] = "1.4", fakeBotID
+	f.event(inThread)
+	f.wait("the third answer", func() bool { return f.text(2) == "ok" })
+
+	var got []string
+	for _, u := range s.Users() {
+		got = append(got, u.ClientMsgID+" "+u.Content)
+	}
+	want := []string{"slack:C1:1.4 what time is it?", "slack:C1:1.5 and tomorrow?", "slack:C1:1.6 thanks"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("user events %q, want %q", got, want)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.order) != 1 || f.msgs[f.order[0]].Thread != "1.4" || f.msgs[f.order[0]].Chat != "C1" {
-		t.Fatalf("%d posts, want one in C1 threaded on 1.4", len(f.order))
+	for i, thread := range []string{"1.4", "1.5", "1.4"} {
+		if m := f.msgs[f.order[i]]; len(f.order) != 3 || m.Thread != thread || m.Chat != "C1" {
+			t.Fatalf("%d posts, post %d %+v; want 3, in C1 threaded on %s", len(f.order), i, m, thread)
+		}
 	}
 }
 
