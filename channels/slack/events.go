@@ -34,10 +34,12 @@ func (c *Connector) handle(ctx context.Context, in chat.Inbox, smc *socketmode.C
 		}
 		c.ack(ctx, smc, ev)
 	case socketmode.EventTypeInteractive:
+		// Slack wants the ack within 3 s, and a press lost in a crash can be
+		// pressed again: acknowledged first.
+		c.ack(ctx, smc, ev)
 		if cb, ok := ev.Data.(slack.InteractionCallback); ok {
 			c.interact(ctx, in, cb)
 		}
-		c.ack(ctx, smc, ev)
 	case socketmode.EventTypeSlashCommand:
 		c.ack(ctx, smc, ev) // not used: acknowledged so Slack does not say it failed
 	}
