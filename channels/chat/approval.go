@@ -28,10 +28,21 @@ func (r *reply) ask(ctx context.Context, f *hub.Frame) {
 	if err != nil {
 		return
 	}
+	m := askedMsg{chat: r.o.Chat, id: id, text: md}
 	d.mu.Lock()
-	d.asked[a.ID] = askedMsg{chat: r.o.Chat, id: id, text: md}
+	res, decided := d.early[a.ID]
+	if !decided {
+		d.asked[a.ID] = m
+	}
 	d.mu.Unlock()
+	if decided {
+		d.markAnswered(ctx, m, res)
+	}
 }
+
+// maxEarly bounds Door.early: results of approvals no message of this
+// door asks for (another door's) are kept there too.
+const maxEarly = 64
 
 func approvalText(a event.ApprovalRequestData) string {
 	tool := a.Tool
@@ -58,10 +69,22 @@ func (d *Door) approvalDone(ctx context.Context, f *hub.Frame) {
 	d.mu.Lock()
 	m, ok := d.asked[res.ID]
 	delete(d.asked, res.ID)
-	d.mu.Unlock()
 	if !ok {
-		return
+		d.early[res.ID] = res
+		d.earlyOrder = append(d.earlyOrder, res.ID)
+		if len(d.earlyOrder) > maxEarly {
+			delete(d.early, d.earlyOrder[0])
+			d.earlyOrder = d.earlyOrder[1:]
+		}
 	}
+	d.mu.Unlock()
+	if ok {
+		d.markAnswered(ctx, m, res)
+	}
+}
+
+// markAnswered edits the message m that asked to say how res went.
+func (d *Door) markAnswered(ctx context.Context, m askedMsg, res event.ApprovalResultData) {
 	verdict := map[string]string{"approve": "Approved", "deny": "Denied"}[res.Decision]
 	by := res.By
 	if res.Person != "" && d.opts.Names != nil {
