@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
@@ -241,4 +244,60 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	b.ReportMetric(float64(first)/float64(b.N)/1e6, "ms/first-words")
 	b.ReportMetric(float64(final)/float64(b.N)/1e6, "ms/final")
+}
+
+// TestMapErr: the library's errors as the chat core knows them.
+func TestMapErr(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		in           error
+		retry        time.Duration // want a *chat.RetryError with this After
+		unauthorized bool
+	}{
+		{"429", &slack.RateLimitedError{RetryAfter: 7 * time.Second}, 7 * time.Second, false},
+		{"invalid_auth", slack.SlackErrorResponse{Err: "invalid_auth"}, 0, true},
+		{"token_revoked", fmt.Errorf("auth.test: %w", slack.SlackErrorResponse{Err: "token_revoked"}), 0, true},
+		{"account_inactive", slack.SlackErrorResponse{Err: "account_inactive"}, 0, true},
+		{"channel_not_found", slack.SlackErrorResponse{Err: "channel_not_found"}, 0, false},
+	} {
+		err := mapErr(tc.in)
+		var re *chat.RetryError
+		if got := errors.As(err, &re); got != (tc.retry > 0) || (got && re.After != tc.retry) {
+			t.Errorf("%s: mapErr = %v, want a RetryError after %s: %v", tc.name, err, tc.retry, got)
+		}
+		if got := errors.Is(err, chat.ErrUnauthorized); got != tc.unauthorized {
+			t.Errorf("%s: mapErr = %v; wraps ErrUnauthorized %v, want %v", tc.name, err, got, tc.unauthorized)
+		}
+	}
+}
+
+// BenchmarkIdle: what one connected, idle connector holds — heap bytes
+// and goroutines — beside the fake on loopback (the fake's share of both
+// is counted too, so this is an upper bound).
+func BenchmarkIdle(b *testing.B) {
+	f := newFakeSlack(b)
+	var heap, gor float64
+	for range b.N {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		c, err := New(f.options())
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := &inbox{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx, in) }()
+		f.waitAck(f.dm("U1", "hi", "30.1"))
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		gor += float64(runtime.NumGoroutine() - g0)
+		cancel()
+		<-done
+	}
+	b.ReportMetric(heap/float64(b.N), "heap-B/door")
+	b.ReportMetric(gor/float64(b.N), "goroutines/door")
 }
