@@ -346,6 +346,17 @@ func (f *fakeSlack) redeliver() {
 	}
 }
 
+// raw writes b on the open socket, not to be sent again (a disconnect).
+func (f *fakeSlack) raw(b string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.conn.Write(ctx, websocket.MessageText, []byte(b)); err != nil {
+		f.t.Errorf("write %s: %v", b, err)
+	}
+}
+
 // drop closes the socket as a network failure would.
 func (f *fakeSlack) drop() {
 	f.mu.Lock()

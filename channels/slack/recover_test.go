@@ -41,6 +41,24 @@ func TestSocketDropped(t *testing.T) {
 	}
 }
 
+// TestDisconnectRequested: Slack asks the client to reconnect (it does
+// every few hours: refresh_requested); the connector opens a new socket
+// and goes on answering.
+func TestDisconnectRequested(t *testing.T) {
+	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
+	f := newFakeSlack(t)
+	runDoor(t, f, s, chat.Options{})
+	f.dm("U1", "one", "11.1")
+	f.wait("the first answer", func() bool { return f.text(0) == "ok" })
+	f.raw(`{"type":"disconnect","reason":"refresh_requested","debug_info":{"host":"fake"}}`)
+	f.wait("a second socket", func() bool { return f.opens == 2 && len(f.origins) == 2 })
+	f.waitAck(f.dm("U1", "two", "11.2"))
+	f.wait("both answers", func() bool { return f.text(0) == "ok" && f.text(1) == "ok" })
+	if n := len(s.Users()); n != 2 {
+		t.Fatalf("%d user events, want 2", n)
+	}
+}
+
 // TestRevokedToken: Slack refuses the tokens (token_revoked) when the
 // socket is reopened: the door's health says the token is refused while
 // the connector keeps trying; once the tokens work again health is clear
@@ -49,7 +67,8 @@ func TestRevokedToken(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
 	f := newFakeSlack(t)
 	d, _ := runDoor(t, f, s, chat.Options{})
-	f.waitAck(f.dm("U1", "one", "8.1"))
+	f.dm("U1", "one", "8.1")
+	f.wait("the first answer", func() bool { return f.text(0) == "ok" })
 	f.mu.Lock()
 	f.revoked = true
 	f.mu.Unlock()
