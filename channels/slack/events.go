@@ -72,13 +72,16 @@ func (c *Connector) ack(ctx context.Context, smc *socketmode.Client, ev socketmo
 	}
 }
 
+// userSubtypes are the message subtypes a person's new message has.
+var userSubtypes = map[string]bool{"": true, "file_share": true, "thread_broadcast": true}
+
 // message turns a message or app_mention event into a chat.Message;
 // false for what the Door should not see (bots, the bot itself, edits,
-// joins and other subtypes but file_share).
+// joins and the other subtypes).
 func (c *Connector) message(e slackevents.EventsAPIEvent) (chat.Message, bool) {
 	switch x := e.InnerEvent.Data.(type) {
 	case *slackevents.MessageEvent:
-		if x.BotID != "" || x.User == "" || x.User == c.botID || (x.SubType != "" && x.SubType != "file_share") {
+		if x.BotID != "" || x.User == "" || x.User == c.botID || !userSubtypes[x.SubType] {
 			return chat.Message{}, false
 		}
 		m := chat.Message{ID: x.TimeStamp, Chat: x.Channel, Thread: x.ThreadTimeStamp, From: x.User,
