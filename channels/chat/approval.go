@@ -17,9 +17,6 @@ func (r *reply) ask(ctx context.Context, f *hub.Frame) {
 	}
 	md := approvalText(a)
 	d := r.d
-	d.mu.Lock()
-	d.asked[a.ID] = askedMsg{chat: r.o.Chat, text: md} // no id yet: the post is in flight
-	d.mu.Unlock()
 	var id string
 	err := d.retry(ctx, func() error {
 		var err error
@@ -28,19 +25,24 @@ func (r *reply) ask(ctx context.Context, f *hub.Frame) {
 			Buttons: []Button{{Label: "Approve", Approval: a.ID, Decision: "approve"}, {Label: "Deny", Approval: a.ID, Decision: "deny"}}})
 		return err
 	})
-	d.mu.Lock()
-	m := d.asked[a.ID]
-	m.id = id
 	if err != nil {
-		delete(d.asked, a.ID)
-	} else {
+		return
+	}
+	m := askedMsg{chat: r.o.Chat, id: id, text: md}
+	d.mu.Lock()
+	res, decided := d.early[a.ID]
+	if !decided {
 		d.asked[a.ID] = m
 	}
 	d.mu.Unlock()
-	if err == nil && m.result != nil {
-		d.approvalDone(ctx, m.result) // answered before the post returned
+	if decided {
+		d.markAnswered(ctx, m, res)
 	}
 }
+
+// maxEarly bounds Door.early: results of approvals no message of this
+// door asks for (another door's) are kept there too.
+const maxEarly = 64
 
 func approvalText(a event.ApprovalRequestData) string {
 	tool := a.Tool
@@ -66,17 +68,23 @@ func (d *Door) approvalDone(ctx context.Context, f *hub.Frame) {
 	}
 	d.mu.Lock()
 	m, ok := d.asked[res.ID]
-	if ok && m.id == "" {
-		m.result = f // ask marks it once the platform gave the message's id
-		d.asked[res.ID] = m
-		ok = false
-	} else {
-		delete(d.asked, res.ID)
+	delete(d.asked, res.ID)
+	if !ok {
+		d.early[res.ID] = res
+		d.earlyOrder = append(d.earlyOrder, res.ID)
+		if len(d.earlyOrder) > maxEarly {
+			delete(d.early, d.earlyOrder[0])
+			d.earlyOrder = d.earlyOrder[1:]
+		}
 	}
 	d.mu.Unlock()
-	if !ok {
-		return
+	if ok {
+		d.markAnswered(ctx, m, res)
 	}
+}
+
+// markAnswered edits the message m that asked to say how res went.
+func (d *Door) markAnswered(ctx context.Context, m askedMsg, res event.ApprovalResultData) {
 	verdict := map[string]string{"approve": "Approved", "deny": "Denied"}[res.Decision]
 	by := res.By
 	if res.Person != "" && d.opts.Names != nil {

@@ -81,17 +81,18 @@ type Door struct {
 	replies map[string]*reply // by the input's client_msg_id
 	byTurn  map[string]*reply
 	asked   map[string]askedMsg // approval id → the message that asks
-	refused map[string]bool     // accounts logged as not allowed
-	recvErr error               // the connector's last Health
-	sendErr error               // the last post or edit that failed for good
+	// early are approval results that came before the message asking was
+	// posted (answered from another door while the post was retried),
+	// the last maxEarly of them; ask marks its message at once.
+	early      map[string]event.ApprovalResultData
+	earlyOrder []string
+	refused    map[string]bool // accounts logged as not allowed
+	recvErr    error           // the connector's last Health
+	sendErr    error           // the last post or edit that failed for good
 }
 
-// askedMsg is an approval request's message; id is "" while it is being
-// posted, and result is then an answer that came meanwhile.
-type askedMsg struct {
-	chat, id, text string
-	result         *hub.Frame
-}
+// askedMsg is an approval request's message.
+type askedMsg struct{ chat, id, text string }
 
 // New opens the door's state; Run starts it.
 func New(s Session, c Connector, o Options) (*Door, error) {
@@ -119,7 +120,8 @@ func New(s Session, c Connector, o Options) (*Door, error) {
 		lim.MaxText = 4000
 	}
 	return &Door{opts: o, s: s, conn: c, lim: lim, log: o.Logger.With("door", o.Door), state: st,
-		replies: map[string]*reply{}, byTurn: map[string]*reply{}, asked: map[string]askedMsg{}, refused: map[string]bool{}}, nil
+		replies: map[string]*reply{}, byTurn: map[string]*reply{}, asked: map[string]askedMsg{}, refused: map[string]bool{},
+		early: map[string]event.ApprovalResultData{}}, nil
 }
 
 // Run joins the session's stream, finishes the replies owed from before

@@ -61,6 +61,10 @@ func (d *Door) submit(ctx context.Context, o *owed) error {
 	if !fresh {
 		return nil
 	}
+	if d.state.delivered(o.Key) { // handed again after its reply was delivered
+		d.unregister(r) // (a reply is marked delivered before it unregisters)
+		return nil
+	}
 	done := make(chan hub.TurnOutcome, 1)
 	res, err := d.s.Submit(ctx, hub.Input{Channel: d.opts.Door, From: o.From, Content: o.Content,
 		ClientMsgID: o.Key, Done: done, Person: o.Person, SignedIn: o.Person != "", Attachments: o.Attachments})

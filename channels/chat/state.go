@@ -40,7 +40,14 @@ type stateFile struct {
 	mu     sync.Mutex
 	Cursor string  `json:"cursor"`
 	Owed   []*owed `json:"owed"`
+	// Delivered are the keys of the last maxDelivered messages answered:
+	// a platform that hands one again (Slack re-delivers an envelope whose
+	// ack was lost) must not get the reply a second time.
+	Delivered []string `json:"delivered,omitempty"`
 }
+
+// maxDelivered bounds stateFile.Delivered.
+const maxDelivered = 1000
 
 // StateDir is where a door keeps its files: data_dir/<door>.
 func StateDir(dataDir, door string) string { return filepath.Join(dataDir, door) }
@@ -124,7 +131,20 @@ func (s *stateFile) done(o *owed) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.Owed = slices.DeleteFunc(s.Owed, func(x *owed) bool { return x == o })
+	if !slices.Contains(s.Delivered, o.Key) {
+		s.Delivered = append(s.Delivered, o.Key)
+		if n := len(s.Delivered) - maxDelivered; n > 0 {
+			s.Delivered = slices.Delete(s.Delivered, 0, n)
+		}
+	}
 	return s.save()
+}
+
+// delivered says whether the message with key was answered already.
+func (s *stateFile) delivered(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.Delivered, key)
 }
 
 func (s *stateFile) owedNow() []*owed {
