@@ -47,11 +47,12 @@ func newWorld(t testing.TB, cfg hub.Config, ag agent.Agent) *world {
 	bot, _ := srv.CreateAccount(t, "bot", "bot-password")
 	srv.CreateAccount(t, "ann", "ann-password")
 	srv.CreateAccount(t, "eve", "eve-password")
-	sess := chattest.Start(t, "", cfg, ag)
 	files, err := attachments.Open(t.TempDir(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Attachments = files
+	sess := chattest.Start(t, "", cfg, ag)
 	return &world{t: t, srv: srv, sess: sess, files: files, bot: id.UserID(bot)}
 }
 
@@ -207,6 +208,8 @@ type reply struct {
 	id          id.EventID
 	first, last string
 	edits       int
+	// encrypted: the post and all its edits came encrypted.
+	encrypted bool
 }
 
 func (p *person) replyTo(from id.UserID, msg id.EventID) (r reply, ok bool) {
@@ -217,11 +220,12 @@ func (p *person) replyTo(from id.UserID, msg id.EventID) (r reply, ok bool) {
 		m := e.Content.AsMessage()
 		switch {
 		case r.id == "" && m.RelatesTo.GetReplyTo() == msg && m.NewContent == nil:
-			r = reply{id: e.ID, first: m.Body, last: m.Body}
+			r = reply{id: e.ID, first: m.Body, last: m.Body, encrypted: e.Mautrix.WasEncrypted}
 			ok = true
 		case ok && m.RelatesTo != nil && m.RelatesTo.Type == event.RelReplace && m.RelatesTo.EventID == r.id && m.NewContent != nil:
 			r.last = m.NewContent.Body
 			r.edits++
+			r.encrypted = r.encrypted && e.Mautrix.WasEncrypted
 		}
 	}
 	return r, ok

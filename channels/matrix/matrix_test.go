@@ -38,8 +38,8 @@ func TestConversation(t *testing.T) {
 			})
 			gate.Release <- struct{}{}
 			r := ann.waitReply(w.bot, msg, "reply to hello")
-			if r.edits < 1 {
-				t.Fatalf("reply %+v: want at least one edit", r)
+			if r.edits < 1 || r.encrypted != tc.encrypted {
+				t.Fatalf("reply %+v: want at least one edit, encrypted %v", r, tc.encrypted)
 			}
 			us := w.sess.Users()
 			if len(us) != 1 || us[0].Channel != event.ChannelMatrix || us[0].From != "@ann:localhost" || us[0].Content != "hello" {
