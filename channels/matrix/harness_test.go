@@ -40,11 +40,14 @@ type world struct {
 	sess  *chattest.Session
 	files *attachments.Store
 	bot   id.UserID
+	// botToken is a login of the bot's other than the door's (another
+	// device), for acting as the bot before the door runs.
+	botToken string
 }
 
 func newWorld(t testing.TB, cfg hub.Config, ag agent.Agent) *world {
 	srv := testdendrite.Start(t)
-	bot, _ := srv.CreateAccount(t, "bot", "bot-password")
+	bot, botToken := srv.CreateAccount(t, "bot", "bot-password")
 	srv.CreateAccount(t, "ann", "ann-password")
 	srv.CreateAccount(t, "eve", "eve-password")
 	files, err := attachments.Open(t.TempDir(), 1<<20)
@@ -53,7 +56,7 @@ func newWorld(t testing.TB, cfg hub.Config, ag agent.Agent) *world {
 	}
 	cfg.Attachments = files
 	sess := chattest.Start(t, "", cfg, ag)
-	return &world{t: t, srv: srv, sess: sess, files: files, bot: id.UserID(bot)}
+	return &world{t: t, srv: srv, sess: sess, files: files, bot: id.UserID(bot), botToken: botToken}
 }
 
 // door is the bot's connector and door, running on the world's data dir.
@@ -178,12 +181,18 @@ func (p *person) room(bot id.UserID, enc, join bool) id.RoomID {
 		t.Fatal(err)
 	}
 	if join {
-		chattest.Eventually(t, "the bot to join "+resp.RoomID.String(), func() bool {
-			m, err := p.c.st.state.GetMembership(context.Background(), resp.RoomID, bot)
-			return err == nil && m == event.MembershipJoin
-		})
+		p.waitJoined(resp.RoomID, bot)
 	}
 	return resp.RoomID
+}
+
+// waitJoined waits until p's client knows that who joined room.
+func (p *person) waitJoined(room id.RoomID, who id.UserID) {
+	p.t.Helper()
+	chattest.Eventually(p.t, who.String()+" to join "+room.String(), func() bool {
+		m, err := p.c.st.state.GetMembership(context.Background(), room, who)
+		return err == nil && m == event.MembershipJoin
+	})
 }
 
 // say sends text to room (encrypted if the room is); its event id.

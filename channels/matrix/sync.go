@@ -156,7 +156,10 @@ func (c *Connector) invited(ctx context.Context, in chat.Inbox, room id.RoomID, 
 // whom to encrypt to; encryption of rooms).
 func (c *Connector) prepare(ctx context.Context, resp *mautrix.RespSync, since string) {
 	if c.helper != nil {
-		c.helper.mach.ProcessSyncResponse(ctx, resp, since)
+		// The keys of a batch are stored whole, even while Run stops.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		c.helper.mach.ProcessSyncResponse(cctx, resp, since)
+		cancel()
 	}
 	for room, r := range resp.Rooms.Join {
 		evs := append(append([]*event.Event{}, r.State.Events...), r.Timeline.Events...)
