@@ -40,7 +40,8 @@ func TestImage(t *testing.T) {
 			var ef *attachment.EncryptedFile
 			if tc.encrypted {
 				ef = attachment.NewEncryptedFile()
-				data = ef.Encrypt(pngBytes)
+				data = bytes.Clone(pngBytes)
+				ef.EncryptInPlace(data)
 			}
 			up, err := ann.c.cli.UploadBytes(context.Background(), data, "application/octet-stream")
 			if err != nil {

@@ -53,9 +53,3 @@ const (
 	typingEvery = 20 * time.Second
 	typingFor   = 30 * time.Second
 )
-
-// approveHint is added to a post with buttons: Matrix has none, a
-// reaction or a reply answers.
-func approveHint(id string) string {
-	return "React 👍 to approve or 👎 to deny (or reply /approve " + id + ")."
-}

@@ -55,7 +55,7 @@ func (c *Connector) decrypted(ctx context.Context, evt *event.Event) (it item, o
 	dec, err := c.helper.Decrypt(ctx, evt)
 	if errors.Is(err, crypto.ErrNoSessionFound) {
 		enc := evt.Content.AsEncrypted()
-		go c.helper.RequestSession(context.WithoutCancel(ctx), evt.RoomID, enc.SenderKey, enc.SessionID, evt.Sender, enc.DeviceID)
+		go c.helper.RequestSession(context.WithoutCancel(ctx), evt.RoomID, enc.SenderKey, enc.SessionID, evt.Sender, "")
 		return item{}, false, true
 	}
 	if err != nil {
@@ -128,7 +128,7 @@ func (c *Connector) mentioned(ctx context.Context, room id.RoomID, m *event.Mess
 	if c.name != "" && strings.Contains(strings.ToLower(m.Body), strings.ToLower(c.name)) {
 		return true
 	}
-	if to := m.GetReplyTo(); to != "" {
+	if to := m.RelatesTo.GetReplyTo(); to != "" {
 		orig, err := c.cli.GetEvent(ctx, room, to)
 		return err == nil && orig.Sender == c.cli.UserID
 	}

@@ -89,3 +89,9 @@ func breaks(s string) string {
 		s = s[j:]
 	}
 }
+
+// approveHint is added to a post with buttons: Matrix has none, a
+// reaction or a reply answers.
+func approveHint(id string) string {
+	return "React 👍 to approve or 👎 to deny (or reply /approve " + id + ")."
+}
