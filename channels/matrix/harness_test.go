@@ -122,6 +122,9 @@ func (p *person) sync(ctx context.Context) {
 	for ctx.Err() == nil {
 		resp, err := p.c.cli.FullSyncRequest(ctx, mautrix.ReqSync{Timeout: 5000, Since: since})
 		if err != nil {
+			if ctx.Err() == nil {
+				p.t.Logf("%s: sync: %v", p.id, err)
+			}
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
@@ -186,13 +189,23 @@ func (p *person) room(bot id.UserID, enc, join bool) id.RoomID {
 	return resp.RoomID
 }
 
-// waitJoined waits until p's client knows that who joined room.
+// waitJoined waits until the server says who joined room. (p's state
+// store may not say so: mautrix's CreateRoom marks the invited as invited
+// when it returns, which can be after p's sync saw them join; that
+// stale mark is mended here.)
 func (p *person) waitJoined(room id.RoomID, who id.UserID) {
 	p.t.Helper()
 	chattest.Eventually(p.t, who.String()+" to join "+room.String(), func() bool {
-		m, err := p.c.st.state.GetMembership(context.Background(), room, who)
-		return err == nil && m == event.MembershipJoin
+		resp, err := p.c.cli.JoinedMembers(context.Background(), room)
+		if err != nil {
+			return false
+		}
+		_, ok := resp.Joined[who]
+		return ok
 	})
+	if err := p.c.st.state.SetMembership(context.Background(), room, who, event.MembershipJoin); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 // say sends text to room (encrypted if the room is); its event id.

@@ -66,9 +66,12 @@ func TestNotAllowed(t *testing.T) {
 	msg := ann.say(room, "hi")
 	ann.waitReply(w.bot, msg, "echo: hi")
 
-	m, err := eve.c.st.state.GetMembership(context.Background(), eveRoom, w.bot)
-	if err != nil || m != "invite" {
-		t.Fatalf("bot's membership in eve's room = %q (%v), want invite", m, err)
+	joined, err := eve.c.cli.JoinedMembers(context.Background(), eveRoom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := joined.Joined[w.bot]; ok || len(joined.Joined) != 1 {
+		t.Fatalf("joined members of eve's room = %v, want eve alone", joined.Joined)
 	}
 	for _, u := range w.sess.Users() {
 		if strings.Contains(u.From, "eve") {

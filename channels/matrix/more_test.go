@@ -46,10 +46,14 @@ func TestNoHistory(t *testing.T) {
 }
 
 // TestGroupMention: in a room of three, ann's message without a mention
-// is not answered; one naming the bot's user id is, and so is a reply to
-// the bot's message.
+// is not answered; each way of naming the bot is: m.mentions, its user
+// id or its display name in the text, a reply to its message.
 func TestGroupMention(t *testing.T) {
 	w := newWorld(t, hub.Config{}, echo{})
+	if err := w.srv.Do(context.Background(), http.MethodPut, "/_matrix/client/v3/profile/"+testdendrite.PathEscape(w.bot.String())+"/displayname",
+		w.botToken, map[string]string{"displayname": "Desk"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	w.startDoor()
 	ann, eve := w.person("ann"), w.person("eve")
 	resp, err := ann.c.cli.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "private_chat", Invite: []id.UserID{w.bot, eve.id}})
@@ -63,20 +67,28 @@ func TestGroupMention(t *testing.T) {
 	ann.waitJoined(room, w.bot)
 	ann.waitJoined(room, eve.id)
 	quiet := ann.say(room, "hello all")
-	named := ann.say(room, "hi "+w.bot.String())
-	r := ann.waitReply(w.bot, named, "echo: hi "+w.bot.String())
-	answer := ann.send(room, mevent.EventMessage, &mevent.MessageEventContent{MsgType: mevent.MsgText, Body: "thanks",
-		RelatesTo: &mevent.RelatesTo{InReplyTo: &mevent.InReplyTo{EventID: r.id}}})
-	ann.waitReply(w.bot, answer, "echo: thanks")
+	var last reply
+	for _, tc := range []struct {
+		name    string
+		content *mevent.MessageEventContent
+	}{
+		{"m.mentions", &mevent.MessageEventContent{Body: "you there", Mentions: &mevent.Mentions{UserIDs: []id.UserID{w.bot}}}},
+		{"user id", &mevent.MessageEventContent{Body: "hi " + w.bot.String()}},
+		{"display name", &mevent.MessageEventContent{Body: "desk, hi"}},
+		{"reply", &mevent.MessageEventContent{Body: "thanks", RelatesTo: &mevent.RelatesTo{InReplyTo: &mevent.InReplyTo{EventID: last.id}}}},
+	} {
+		tc.content.MsgType = mevent.MsgText
+		if tc.name == "reply" {
+			tc.content.RelatesTo.InReplyTo.EventID = last.id
+		}
+		msg := ann.send(room, mevent.EventMessage, tc.content)
+		last = ann.waitReply(w.bot, msg, "echo: "+tc.content.Body)
+	}
 	if n := ann.repliesTo(w.bot, quiet); n != 0 {
 		t.Fatalf("%d replies to a message without a mention, want 0", n)
 	}
-	var texts []string
-	for _, u := range w.sess.Users() {
-		texts = append(texts, u.Content)
-	}
-	if strings.Join(texts, "|") != "hi "+w.bot.String()+"|thanks" {
-		t.Fatalf("user events = %q", texts)
+	if us := w.sess.Users(); len(us) != 4 {
+		t.Fatalf("user events = %+v, want the four mentions", us)
 	}
 }
 

@@ -155,6 +155,7 @@ func (c *Connector) invited(ctx context.Context, in chat.Inbox, room id.RoomID, 
 // and its state events to the state store (membership for Direct and for
 // whom to encrypt to; encryption of rooms).
 func (c *Connector) prepare(ctx context.Context, resp *mautrix.RespSync, since string) {
+	ctx = c.zlog.WithContext(ctx)
 	if c.helper != nil {
 		// The keys of a batch are stored whole, even while Run stops.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
