@@ -79,29 +79,36 @@ func newCryptoHelper(cli *mautrix.Client, st *stores, log *zerolog.Logger) *cryp
 }
 
 // Init loads (or creates) the Olm account and makes sure the server has
-// this device's keys: uploaded once, and the same keys ever after.
+// this device's keys.
 func (h *cryptoHelper) Init(ctx context.Context) error {
 	if err := h.mach.Load(ctx); err != nil {
 		return fmt.Errorf("matrix: load the olm account: %w", err)
 	}
+	return h.ensureKeys(ctx)
+}
+
+// ensureKeys uploads the device's keys when the server has none for it
+// (a new device, or one deleted by a logout and logged in again under
+// the same id): the same identity keys ever after, so the others' Olm
+// sessions with it stay good.
+func (h *cryptoHelper) ensureKeys(ctx context.Context) error {
 	resp, err := h.cli.QueryKeys(ctx, &mautrix.ReqQueryKeys{
 		DeviceKeys: map[id.UserID]mautrix.DeviceIDList{h.cli.UserID: {h.cli.DeviceID}}})
 	if err != nil {
 		return fmt.Errorf("matrix: query own device keys: %w", mapErr(err))
 	}
 	dev, ok := resp.DeviceKeys[h.cli.UserID][h.cli.DeviceID]
-	shared := h.mach.GetAccount().Shared
-	switch {
-	case (!ok || len(dev.Keys) == 0) && !shared:
+	if !ok || len(dev.Keys) == 0 {
+		h.mach.GetAccount().Shared = false
 		if err := h.mach.ShareKeys(ctx, -1); err != nil {
 			return fmt.Errorf("matrix: upload device keys: %w", mapErr(err))
 		}
 		return nil
-	case !ok || len(dev.Keys) == 0:
-		return errors.New("matrix: this device's keys are gone from the server; remove data_dir/matrix to start as a new device")
-	case !shared:
+	}
+	if !h.mach.GetAccount().Shared {
 		return errors.New("matrix: the server has keys for this device that crypto.db does not; remove data_dir/matrix to start as a new device")
-	case dev.Keys.GetEd25519(h.cli.DeviceID) != h.mach.OwnIdentity().SigningKey:
+	}
+	if dev.Keys.GetEd25519(h.cli.DeviceID) != h.mach.OwnIdentity().SigningKey {
 		return errors.New("matrix: the server's signing key of this device differs from crypto.db's")
 	}
 	return nil

@@ -132,5 +132,11 @@ func (c *Connector) relogin(ctx context.Context) bool {
 	if err := c.saveSession(s); err != nil {
 		c.log.Warn("matrix: could not store the new session", "err", err)
 	}
+	if c.helper != nil {
+		if err := c.helper.ensureKeys(ctx); err != nil {
+			c.log.Warn("matrix: device keys after logging in again", "err", err)
+		}
+	}
+	c.log.Info("matrix: logged in again as the same device", "device", s.DeviceID)
 	return true
 }
