@@ -96,6 +96,8 @@ type person struct {
 	id   id.UserID
 	mu   sync.Mutex
 	evts []*event.Event
+	// typing are the users seen typing (m.typing), ever.
+	typing map[id.UserID]bool
 }
 
 func (w *world) person(name string) *person {
@@ -134,6 +136,7 @@ func (p *person) sync(ctx context.Context) {
 				evt.RoomID = room
 				p.keep(ctx, evt)
 			}
+			p.sawTyping(r.Ephemeral.Events)
 		}
 		since = resp.NextBatch
 	}
@@ -160,6 +163,31 @@ func (p *person) keep(ctx context.Context, evt *event.Event) {
 	p.mu.Lock()
 	p.evts = append(p.evts, evt)
 	p.mu.Unlock()
+}
+
+// sawTyping records the typing users of m.typing events.
+func (p *person) sawTyping(evts []*event.Event) {
+	for _, evt := range evts {
+		evt.Type.Class = event.EphemeralEventType
+		if evt.Type != event.EphemeralEventTyping || evt.Content.ParseRaw(evt.Type) != nil {
+			continue
+		}
+		p.mu.Lock()
+		for _, u := range evt.Content.AsTyping().UserIDs {
+			if p.typing == nil {
+				p.typing = map[id.UserID]bool{}
+			}
+			p.typing[u] = true
+		}
+		p.mu.Unlock()
+	}
+}
+
+// seenTyping says whether p has seen who typing.
+func (p *person) seenTyping(who id.UserID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.typing[who]
 }
 
 // events returns what p has seen so far.

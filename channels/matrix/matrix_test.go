@@ -17,7 +17,7 @@ import (
 
 // TestConversation: ann invites the bot to a DM (plain, then encrypted)
 // and talks; her message is a user event of the matrix door from
-// @ann:localhost, and the reply streams into one message (first "part ")
+// @ann:localhost, the bot is seen typing, and the reply streams into one message (first "part ")
 // that is edited to the exact final text, as ann's own client reads it.
 func TestConversation(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,6 +36,7 @@ func TestConversation(t *testing.T) {
 				r, ok := ann.replyTo(w.bot, msg)
 				return ok && r.first == "part "
 			})
+			chattest.Eventually(t, "the bot typing", func() bool { return ann.seenTyping(w.bot) })
 			gate.Release <- struct{}{}
 			r := ann.waitReply(w.bot, msg, "reply to hello")
 			if r.edits < 1 || r.encrypted != tc.encrypted {
