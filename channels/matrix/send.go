@@ -50,6 +50,12 @@ func (c *Connector) Edit(ctx context.Context, e chat.Edit) error {
 	content.Mentions = &event.Mentions{}
 	content.RelatesTo = &event.RelatesTo{Type: event.RelReplace, EventID: id.EventID(e.ID)}
 	_, err := c.cli.SendMessageEvent(ctx, id.RoomID(e.Chat), event.EventMessage, content)
+	if err == nil && e.Final {
+		// The reply is done: the typing indicator would linger up to 30 s.
+		if _, err := c.cli.UserTyping(ctx, id.RoomID(e.Chat), false, 0); err != nil {
+			c.log.Debug("matrix: could not stop typing", "err", err)
+		}
+	}
 	return mapErr(err)
 }
 
