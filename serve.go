@@ -114,6 +114,7 @@ func serve(ctx context.Context, cfg config.Config, token string, logger *slog.Lo
 	if err := shutdown(logger, repl, doors, sched, stopHub, hubErr, hubStopped, afterHub, srv, a.ws, st.chatLog); err != nil && runErr == nil {
 		runErr = err
 	}
+	a.closeChats(logger)
 	return runErr
 }
 

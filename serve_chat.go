@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/channels/matrix"
+	"github.com/frontdesk-hq/frontdesk/channels/slack"
+	"github.com/frontdesk-hq/frontdesk/channels/telegram"
 	"github.com/frontdesk-hq/frontdesk/config"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/people"
@@ -20,6 +24,7 @@ import (
 type chatDoor struct {
 	name string
 	door *chat.Door
+	conn chat.Connector
 }
 
 // newChatDoors builds the enabled chat doors. A door enabled but unusable
@@ -36,7 +41,7 @@ func newChatDoors(cfg config.Config, a *app, getenv func(string) string, logger 
 		if err != nil {
 			return nil, fmt.Errorf("channels.%s: %w", name, err)
 		}
-		doors = append(doors, chatDoor{name: name, door: d})
+		doors = append(doors, chatDoor{name: name, door: d, conn: conn})
 	}
 	return doors, nil
 }
@@ -130,5 +135,54 @@ func (a *app) chatWarnings() []string {
 // chatConnector makes door name's connector from its config block; the
 // secrets come from the variables the block names.
 func chatConnector(cfg config.Config, name string, getenv func(string) string, logger *slog.Logger) (chat.Connector, error) {
-	return nil, fmt.Errorf("the %s door is not built yet", name)
+	secret := func(key, env string) (string, error) {
+		v := getenv(env)
+		if v == "" {
+			return "", fmt.Errorf("%s names %s, which is empty or not set: export it (or turn the door off)", key, env)
+		}
+		return v, nil
+	}
+	c := cfg.Channels
+	switch name {
+	case event.ChannelTelegram:
+		tok, err := secret("token_env", c.Telegram.TokenEnv)
+		if err != nil {
+			return nil, err
+		}
+		return telegram.New(telegram.Options{Token: tok, BaseURL: c.Telegram.BaseURL, Logger: logger})
+	case event.ChannelSlack:
+		app, err := secret("app_token_env", c.Slack.AppTokenEnv)
+		if err != nil {
+			return nil, err
+		}
+		bot, err := secret("bot_token_env", c.Slack.BotTokenEnv)
+		if err != nil {
+			return nil, err
+		}
+		return slack.New(slack.Options{AppToken: app, BotToken: bot, APIURL: c.Slack.APIURL, Logger: logger})
+	}
+	m := c.Matrix
+	o := matrix.Options{Homeserver: m.Homeserver, UserID: m.UserID, Encryption: m.Encryption, DataDir: cfg.DataDir, Logger: logger}
+	var err error
+	if m.AccessTokenEnv != "" {
+		o.AccessToken, err = secret("access_token_env", m.AccessTokenEnv)
+	} else {
+		o.Password, err = secret("password_env", m.PasswordEnv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return matrix.New(o)
+}
+
+// closeChats releases what the connectors hold open (Matrix's crypto.db)
+// once the server is done; a door's Run has ended by then.
+func (a *app) closeChats(logger *slog.Logger) {
+	for _, c := range a.chats {
+		if cl, ok := c.conn.(io.Closer); ok {
+			if err := cl.Close(); err != nil {
+				logger.Warn("close the "+c.name+" door", "err", err)
+			}
+		}
+	}
 }
