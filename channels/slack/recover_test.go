@@ -18,6 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeslack"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
@@ -26,16 +27,14 @@ import (
 // answered.
 func TestSocketDropped(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{})
-	f.waitAck(f.dm("U1", "one", "7.1"))
-	f.wait("the first answer", func() bool { return f.text(0) == "ok" })
-	f.drop()
-	f.dm("U1", "two", "7.2") // sent on the next socket
-	f.wait("the second answer", func() bool { return f.text(1) == "ok" })
-	f.mu.Lock()
-	opens := f.opens
-	f.mu.Unlock()
+	f.WaitAck(f.DM("U1", "one", "7.1"))
+	f.Wait("the first answer", func() bool { return f.Text(0) == "ok" })
+	f.Drop()
+	f.DM("U1", "two", "7.2") // sent on the next socket
+	f.Wait("the second answer", func() bool { return f.Text(1) == "ok" })
+	opens := f.Opens()
 	if opens != 2 || len(s.Users()) != 2 {
 		t.Fatalf("%d connections opened, %d user events; want 2 and 2", opens, len(s.Users()))
 	}
@@ -46,14 +45,14 @@ func TestSocketDropped(t *testing.T) {
 // and goes on answering.
 func TestDisconnectRequested(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{})
-	f.dm("U1", "one", "11.1")
-	f.wait("the first answer", func() bool { return f.text(0) == "ok" })
-	f.raw(`{"type":"disconnect","reason":"refresh_requested","debug_info":{"host":"fake"}}`)
-	f.wait("a second socket", func() bool { return f.opens == 2 && len(f.origins) == 2 })
-	f.waitAck(f.dm("U1", "two", "11.2"))
-	f.wait("both answers", func() bool { return f.text(0) == "ok" && f.text(1) == "ok" })
+	f.DM("U1", "one", "11.1")
+	f.Wait("the first answer", func() bool { return f.Text(0) == "ok" })
+	f.Raw(`{"type":"disconnect","reason":"refresh_requested","debug_info":{"host":"fake"}}`)
+	f.Wait("a second socket", func() bool { return f.Opens() == 2 && len(f.Origins()) == 2 })
+	f.WaitAck(f.DM("U1", "two", "11.2"))
+	f.Wait("both answers", func() bool { return f.Text(0) == "ok" && f.Text(1) == "ok" })
 	if n := len(s.Users()); n != 2 {
 		t.Fatalf("%d user events, want 2", n)
 	}
@@ -65,23 +64,19 @@ func TestDisconnectRequested(t *testing.T) {
 // and messages are answered.
 func TestRevokedToken(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	d, _ := runDoor(t, f, s, chat.Options{})
-	f.dm("U1", "one", "8.1")
-	f.wait("the first answer", func() bool { return f.text(0) == "ok" })
-	f.mu.Lock()
-	f.revoked = true
-	f.mu.Unlock()
-	f.drop()
+	f.DM("U1", "one", "8.1")
+	f.Wait("the first answer", func() bool { return f.Text(0) == "ok" })
+	f.SetRevoked(true)
+	f.Drop()
 	chattest.Eventually(t, "the refused token in the door's health", func() bool {
 		return strings.Contains(d.Health(), chat.ErrUnauthorized.Error()) && strings.Contains(d.Health(), "token_revoked")
 	})
-	f.mu.Lock()
-	f.revoked = false
-	f.mu.Unlock()
+	f.SetRevoked(false)
 	chattest.Eventually(t, "health again", func() bool { return d.Health() == "" })
-	f.dm("U1", "two", "8.2")
-	f.wait("the second answer", func() bool { return f.text(1) == "ok" })
+	f.DM("U1", "two", "8.2")
+	f.Wait("the second answer", func() bool { return f.Text(1) == "ok" })
 }
 
 // TestKillBeforeAck: the door takes a message (it is in the log, the
@@ -102,11 +97,11 @@ func TestKillBeforeAck(t *testing.T) {
 func killBeforeAck(t *testing.T, late bool) {
 	gate := testagent.NewGate()
 	s := chattest.Start(t, "", hub.Config{}, gate)
-	f := newFakeSlack(t)
-	f.loseAcks = true
+	f := fakeslack.New(t)
+	f.SetLoseAcks(true)
 	_, stop := runDoor(t, f, s, chat.Options{})
-	env := f.dm("U1", "hello", "9.1")
-	f.wait("the streamed words", func() bool { return f.text(0) == "part " })
+	env := f.DM("U1", "hello", "9.1")
+	f.Wait("the streamed words", func() bool { return f.Text(0) == "part " })
 	// The door stores the posted message's ts once Slack answered; a kill
 	// before that posts again (the one window chat.go names), not tested.
 	state := filepath.Join(chat.StateDir(s.Dir, "slack"), "state.json")
@@ -115,10 +110,9 @@ func killBeforeAck(t *testing.T, late bool) {
 		return strings.Contains(string(b), `"posted":["1800000000.000001"]`)
 	})
 	stop()
-	f.mu.Lock()
-	f.loseAcks, f.hold = false, late
-	acked := f.acked[env]
-	f.mu.Unlock()
+	f.SetLoseAcks(false)
+	f.SetHold(late)
+	acked := f.Acked(env)
 	if acked || len(s.Users()) != 1 {
 		t.Fatalf("acked %v, %d user events before the restart; want false, 1", acked, len(s.Users()))
 	}
@@ -128,25 +122,24 @@ func killBeforeAck(t *testing.T, late bool) {
 		return evs[len(evs)-1].Type == event.TurnEnd
 	})
 	runDoor(t, f, s, chat.Options{})
-	f.wait("the final edit", func() bool { return f.text(0) == "reply to hello" })
+	f.Wait("the final edit", func() bool { return f.Text(0) == "reply to hello" })
 	if late {
 		chattest.Eventually(t, "nothing owed", func() bool {
 			b, _ := os.ReadFile(state)
 			return strings.Contains(string(b), `"owed":[]`)
 		})
-		f.redeliver()
+		f.Redeliver()
 	}
-	f.waitAck(env)
+	f.WaitAck(env)
 	gate.Release <- struct{}{}
-	f.dm("U1", "two", "9.2")
-	f.wait("the next answer", func() bool { return f.text(len(f.order)-1) == "reply to two" })
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.order) != 2 || f.text(0) != "reply to hello" || len(s.Users()) != 2 || f.opens != 2 {
-		for _, ts := range f.order {
-			t.Logf("post %s: %+v", ts, *f.msgs[ts])
+	f.DM("U1", "two", "9.2")
+	f.Wait("the next answer", func() bool { return f.Text(len(f.Posts())-1) == "reply to two" })
+	posts, opens := f.Posts(), f.Opens()
+	if len(posts) != 2 || posts[0].Text != "reply to hello" || len(s.Users()) != 2 || opens != 2 {
+		for _, m := range posts {
+			t.Logf("post %s: %+v", m.TS, m)
 		}
-		t.Fatalf("%d posts, %d user events, %d connections; want 2, 2, 2", len(f.order), len(s.Users()), f.opens)
+		t.Fatalf("%d posts, %d user events, %d connections; want 2, 2, 2", len(posts), len(s.Users()), opens)
 	}
 }
 
@@ -183,8 +176,8 @@ func (in *inbox) count() int { in.mu.Lock(); defer in.mu.Unlock(); return len(in
 // (Message errs) the envelope is not acknowledged and the same message is
 // handed again; once taken, it is acknowledged.
 func TestRefusedMessageNotAcked(t *testing.T) {
-	f := newFakeSlack(t)
-	c, err := New(f.options())
+	f := fakeslack.New(t)
+	c, err := New(options(f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,18 +187,16 @@ func TestRefusedMessageNotAcked(t *testing.T) {
 	go func() { done <- c.Run(ctx, in) }()
 	defer func() { cancel(); <-done }()
 
-	env := f.dm("U1", "hello", "10.1")
+	env := f.DM("U1", "hello", "10.1")
 	chattest.Eventually(t, "three tries", func() bool { return in.count() >= 3 })
-	f.mu.Lock()
-	acked := f.acked[env]
-	f.mu.Unlock()
+	acked := f.Acked(env)
 	if acked {
 		t.Fatal("acknowledged although the door refused it")
 	}
 	in.mu.Lock()
 	in.refuse = false
 	in.mu.Unlock()
-	f.waitAck(env)
+	f.WaitAck(env)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, m := range in.got {
@@ -239,8 +230,8 @@ func TestText(t *testing.T) {
 // with Slack's limits (edits at most every second).
 func BenchmarkRoundTrip(b *testing.B) {
 	s := chattest.Start(b, "", hub.Config{}, &testagent.Count{N: 1, Text: "streamed "})
-	f := newFakeSlack(b)
-	o := f.options()
+	f := fakeslack.New(b)
+	o := options(f)
 	o.EditEvery = 0 // the default: Slack's real pace
 	c, err := New(o)
 	if err != nil {
@@ -255,10 +246,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		t0 := time.Now()
-		f.dm("U1", "ping", fmt.Sprintf("20.%06d", i))
-		f.wait("the first words", func() bool { return f.text(i) != "" })
+		f.DM("U1", "ping", fmt.Sprintf("20.%06d", i))
+		f.Wait("the first words", func() bool { return f.Text(i) != "" })
 		first += time.Since(t0)
-		f.wait("the final text", func() bool { return f.text(i) == "done" })
+		f.Wait("the final text", func() bool { return f.Text(i) == "done" })
 		final += time.Since(t0)
 	}
 	b.ReportMetric(float64(first)/float64(b.N)/1e6, "ms/first-words")
@@ -294,14 +285,14 @@ func TestMapErr(t *testing.T) {
 // and goroutines — beside the fake on loopback (the fake's share of both
 // is counted too, so this is an upper bound).
 func BenchmarkIdle(b *testing.B) {
-	f := newFakeSlack(b)
+	f := fakeslack.New(b)
 	var heap, gor float64
 	for range b.N {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		g0 := runtime.NumGoroutine()
-		c, err := New(f.options())
+		c, err := New(options(f))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -309,7 +300,7 @@ func BenchmarkIdle(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- c.Run(ctx, in) }()
-		f.waitAck(f.dm("U1", "hi", "30.1"))
+		f.WaitAck(f.DM("U1", "hi", "30.1"))
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		heap += float64(after.HeapAlloc) - float64(before.HeapAlloc)

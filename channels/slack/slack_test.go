@@ -17,15 +17,23 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeslack"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
+
+// options are Options for a connector on f, with short waits.
+func options(f *fakeslack.Server) Options {
+	return Options{AppToken: fakeslack.AppToken, BotToken: fakeslack.BotToken, APIURL: f.URL(),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, AuthRetry: 50 * time.Millisecond,
+		EditEvery: 20 * time.Millisecond}
+}
 
 // runDoor runs a real chat.Door over a Connector on f, for session s.
 // The door's own backoff is short, so a wait as long as a Retry-After is
 // the connector's doing.
-func runDoor(t testing.TB, f *fakeSlack, s *chattest.Session, o chat.Options) (*chat.Door, func()) {
+func runDoor(t testing.TB, f *fakeslack.Server, s *chattest.Session, o chat.Options) (*chat.Door, func()) {
 	t.Helper()
-	c, err := New(f.options())
+	c, err := New(options(f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +56,18 @@ func runDoor(t testing.TB, f *fakeSlack, s *chattest.Session, o chat.Options) (*
 func TestDMStreamedReply(t *testing.T) {
 	gate := testagent.NewGate()
 	s := chattest.Start(t, "", hub.Config{}, gate)
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{Owner: "owner"})
 
-	env := f.dm("U1", "hello &amp; <https://example.com|the site>", "1700000000.000100")
-	f.wait("the streamed words", func() bool { return f.text(0) == "part " })
-	f.waitAck(env)
+	env := f.DM("U1", "hello &amp; <https://example.com|the site>", "1700000000.000100")
+	f.Wait("the streamed words", func() bool { return f.Text(0) == "part " })
+	f.WaitAck(env)
 	gate.Release <- struct{}{}
 	want := "reply to hello &amp; the site (https://example.com)" // mrkdwn escapes &
-	f.wait("the final edit", func() bool { return f.text(0) == want })
+	f.Wait("the final edit", func() bool { return f.Text(0) == want })
 
-	f.mu.Lock()
-	m, posts, origins := *f.msgs[f.order[0]], len(f.order), f.origins
-	f.mu.Unlock()
+	all, origins := f.Posts(), f.Origins()
+	m, posts := all[0], len(all)
 	if posts != 1 || m.Chat != "D1" || m.Thread != "1700000000.000100" {
 		t.Fatalf("%d posts, the first %+v; want one in D1 threaded on 1700000000.000100", posts, m)
 	}
@@ -76,7 +83,7 @@ func TestDMStreamedReply(t *testing.T) {
 
 // channelMsg is a message event in channel C1.
 func channelMsg(user, text, ts string) map[string]any {
-	return map[string]any{"type": "message", "channel": "C1", "channel_type": "channel", "user": user, "text": text, "ts": ts}
+	return fakeslack.ChannelMessage("C1", user, text, ts)
 }
 
 // TestChannelOnlyWhenMentioned: in a channel, a message without the
@@ -87,7 +94,7 @@ func channelMsg(user, text, ts string) map[string]any {
 // the thread of the bot's post, are answered too.
 func TestChannelOnlyWhenMentioned(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{Allow: []string{"U1", "U9"}})
 
 	bot := channelMsg("U9", "<@UBOT> I am a bot", "1.2") // U9 is allowed: only bot_id keeps it out
@@ -98,20 +105,20 @@ func TestChannelOnlyWhenMentioned(t *testing.T) {
 	var envs []string
 	for _, ev := range []map[string]any{channelMsg("U1", "hello all", "1.1"), bot, topic,
 		channelMsg("U1", "<@UBOT> what time is it?", "1.4"), mention} {
-		envs = append(envs, f.event(ev))
+		envs = append(envs, f.Event(ev))
 	}
 	for _, e := range envs {
-		f.waitAck(e)
+		f.WaitAck(e)
 	}
-	f.wait("the answer", func() bool { return f.text(0) == "ok" })
+	f.Wait("the answer", func() bool { return f.Text(0) == "ok" })
 	// A mention Slack sends only as a message event (no app_mention
 	// subscribed), and an answer in the thread of one of the bot's posts.
-	f.event(channelMsg("U1", "and <@UBOT|frontdesk> tomorrow?", "1.5"))
-	f.wait("the second answer", func() bool { return f.text(1) == "ok" })
+	f.Event(channelMsg("U1", "and <@UBOT|frontdesk> tomorrow?", "1.5"))
+	f.Wait("the second answer", func() bool { return f.Text(1) == "ok" })
 	inThread := channelMsg("U1", "thanks", "1.6")
-	inThread["thread_ts"], inThread["parent_user_id"] = "1.4", fakeBotID
-	f.event(inThread)
-	f.wait("the third answer", func() bool { return f.text(2) == "ok" })
+	inThread["thread_ts"], inThread["parent_user_id"] = "1.4", fakeslack.BotID
+	f.Event(inThread)
+	f.Wait("the third answer", func() bool { return f.Text(2) == "ok" })
 
 	var got []string
 	for _, u := range s.Users() {
@@ -121,11 +128,10 @@ func TestChannelOnlyWhenMentioned(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("user events %q, want %q", got, want)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	posts := f.Posts()
 	for i, thread := range []string{"1.4", "1.5", "1.4"} {
-		if m := f.msgs[f.order[i]]; len(f.order) != 3 || m.Thread != thread || m.Chat != "C1" {
-			t.Fatalf("%d posts, post %d %+v; want 3, in C1 threaded on %s", len(f.order), i, m, thread)
+		if m := posts[i]; len(posts) != 3 || m.Thread != thread || m.Chat != "C1" {
+			t.Fatalf("%d posts, post %d %+v; want 3, in C1 threaded on %s", len(posts), i, m, thread)
 		}
 	}
 }
@@ -135,18 +141,16 @@ func TestChannelOnlyWhenMentioned(t *testing.T) {
 // user's next message is answered.
 func TestStranger(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{})
-	f.waitAck(f.dm("U666", "let me in", "2.1"))
-	f.waitAck(f.dm("U1", "hi", "2.2"))
-	f.wait("the answer to U1", func() bool { return f.text(0) == "ok" })
+	f.WaitAck(f.DM("U666", "let me in", "2.1"))
+	f.WaitAck(f.DM("U1", "hi", "2.2"))
+	f.Wait("the answer to U1", func() bool { return f.Text(0) == "ok" })
 	if us := s.Users(); len(us) != 1 || us[0].From != "U1" {
 		t.Fatalf("user events = %+v, want U1's alone", us)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.order) != 1 || f.msgs[f.order[0]].Thread != "2.2" {
-		t.Fatalf("%d posts, want one answering 2.2", len(f.order))
+	if posts := f.Posts(); len(posts) != 1 || posts[0].Thread != "2.2" {
+		t.Fatalf("%d posts, want one answering 2.2", len(posts))
 	}
 }
 
@@ -159,10 +163,10 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := chattest.Start(t, "", hub.Config{Attachments: store}, answer("nice"))
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	var img bytes.Buffer
 	png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 4, 4)))
-	f.files["/files/cat.png"] = img.Bytes()
+	catURL := f.AddFile("cat.png", img.Bytes())
 	var stolen atomic.Int32 // requests that carried a token to a host not Slack's
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "" {
@@ -175,11 +179,11 @@ func TestFiles(t *testing.T) {
 
 	ev := map[string]any{"type": "message", "subtype": "file_share", "channel": "D1", "channel_type": "im", "user": "U1",
 		"text": "look", "ts": "3.1", "files": []map[string]any{
-			{"id": "F1", "name": "cat.png", "mimetype": "image/png", "size": img.Len(), "url_private": f.srv.URL + "/files/cat.png"},
+			{"id": "F1", "name": "cat.png", "mimetype": "image/png", "size": img.Len(), "url_private": catURL},
 			{"id": "F2", "name": "evil.txt", "size": 3, "url_private": strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) + "/steal"},
 		}}
-	f.waitAck(f.event(ev))
-	f.wait("the answer", func() bool { return f.text(0) == "nice" })
+	f.WaitAck(f.Event(ev))
+	f.Wait("the answer", func() bool { return f.Text(0) == "nice" })
 	us := s.Users()
 	if len(us) != 1 {
 		t.Fatalf("%d user events, want 1", len(us))
@@ -203,15 +207,15 @@ func TestFiles(t *testing.T) {
 func TestApprovalButtons(t *testing.T) {
 	var runs atomic.Int32
 	s := chattest.Start(t, "", hub.Config{Tools: testagent.Confirmed("probe", &runs)}, testagent.CallTool{Name: "probe", Args: `{}`})
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{Owner: "owner", Names: func(string) string { return "Ann" }})
-	f.dm("U1", "go", "4.1")
+	f.DM("U1", "go", "4.1")
 	var ask string
 	var values []string
-	f.wait("the approval request", func() bool {
-		for _, ts := range f.order {
-			if m := f.msgs[ts]; len(m.Buttons) == 2 {
-				ask, values = ts, m.Buttons
+	f.Wait("the approval request", func() bool {
+		for _, m := range f.Posts() {
+			if len(m.Buttons) == 2 {
+				ask, values = m.TS, m.Buttons
 				return true
 			}
 		}
@@ -220,14 +224,13 @@ func TestApprovalButtons(t *testing.T) {
 	if !strings.HasPrefix(values[0], "approve:") || !strings.HasPrefix(values[1], "deny:") {
 		t.Fatalf("button values = %q", values)
 	}
-	env := f.push("interactive", map[string]any{"type": "block_actions", "user": map[string]any{"id": "U1"},
-		"channel": map[string]any{"id": "D1"}, "container": map[string]any{"type": "message", "message_ts": ask},
-		"actions": []map[string]any{{"type": "button", "action_id": "frontdesk_approve", "block_id": "b", "value": values[0]}}})
-	f.waitAck(env)
-	f.wait("the marked request and the whisper", func() bool {
-		m := f.msgs[ask]
+	env := f.Press("U1", "D1", ask, values[0])
+	f.WaitAck(env)
+	f.Wait("the marked request and the whisper", func() bool {
+		m, _ := f.Post(ask)
+		whispers := f.Whispers()
 		return strings.Contains(m.Text, "Approved") && strings.Contains(m.Text, "Ann") && len(m.Buttons) == 0 &&
-			len(f.whispers) == 1 && f.whispers[0] == "U1: Approved."
+			len(whispers) == 1 && whispers[0] == "U1: Approved."
 	})
 	chattest.Eventually(t, "the tool's run", func() bool { return runs.Load() == 1 })
 }
@@ -237,19 +240,19 @@ func TestApprovalButtons(t *testing.T) {
 func TestCancel(t *testing.T) {
 	gate := testagent.NewGate()
 	s := chattest.Start(t, "", hub.Config{}, gate)
-	f := newFakeSlack(t)
+	f := fakeslack.New(t)
 	runDoor(t, f, s, chat.Options{Owner: "owner"})
-	f.dm("U1", "hello", "5.1")
-	f.wait("the streamed words", func() bool { return f.text(0) == "part " })
-	f.dm("U1", "/cancel", "5.2")
+	f.DM("U1", "hello", "5.1")
+	f.Wait("the streamed words", func() bool { return f.Text(0) == "part " })
+	f.DM("U1", "/cancel", "5.2")
 	select {
 	case <-gate.Cancelled:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the turn was not cancelled")
 	}
-	f.wait("Cancelled. in the thread of /cancel", func() bool {
-		for _, ts := range f.order {
-			if m := f.msgs[ts]; m.Text == "Cancelled." && m.Thread == "5.2" {
+	f.Wait("Cancelled. in the thread of /cancel", func() bool {
+		for _, m := range f.Posts() {
+			if m.Text == "Cancelled." && m.Thread == "5.2" {
 				return true
 			}
 		}
@@ -262,15 +265,13 @@ func TestCancel(t *testing.T) {
 // Retry-After (the door's own backoff is 10 ms).
 func TestRateLimited(t *testing.T) {
 	s := chattest.Start(t, "", hub.Config{}, answer("ok"))
-	f := newFakeSlack(t)
-	f.limit = 2
+	f := fakeslack.New(t)
+	f.RateLimit(2)
 	runDoor(t, f, s, chat.Options{})
-	f.dm("U1", "hi", "6.1")
-	f.wait("the answer", func() bool { return f.text(0) == "ok" })
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.limit != 0 || f.after429 < time.Second {
-		t.Fatalf("429s left %d, waited %s after the last; want 0 and at least 1s", f.limit, f.after429)
+	f.DM("U1", "hi", "6.1")
+	f.Wait("the answer", func() bool { return f.Text(0) == "ok" })
+	if left, after := f.RateLimitsLeft(), f.After429(); left != 0 || after < time.Second {
+		t.Fatalf("429s left %d, waited %s after the last; want 0 and at least 1s", left, after)
 	}
 }
 
