@@ -21,17 +21,17 @@ func BenchmarkRoundTrip(b *testing.B) {
 	w := newWorld(b, hub.Config{}, gate)
 	w.startDoor()
 	ann := w.person("ann")
-	room := ann.room(w.bot, true, true)
+	room := ann.Room(w.bot, true)
 	var first, final []float64
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()
 		text := fmt.Sprint("m", i)
-		msg := ann.say(room, text)
-		wait(b, func() bool { _, ok := ann.replyTo(w.bot, msg); return ok })
+		msg := ann.Say(room, text)
+		wait(b, func() bool { _, ok := ann.ReplyTo(w.bot, msg); return ok })
 		first = append(first, ms(time.Since(start)))
 		gate.Release <- struct{}{}
-		wait(b, func() bool { r, _ := ann.replyTo(w.bot, msg); return r.last == "reply to "+text })
+		wait(b, func() bool { r, _ := ann.ReplyTo(w.bot, msg); return r.Last == "reply to "+text })
 		final = append(final, ms(time.Since(start)))
 		wait(b, func() bool { return turnEnds(w) == i+1 })
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
 	"github.com/frontdesk-hq/frontdesk/hub"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdendrite"
 )
 
 // pngBytes is a 1×1 PNG.
@@ -33,7 +34,7 @@ func TestImage(t *testing.T) {
 			w := newWorld(t, hub.Config{}, echo{})
 			w.startDoor()
 			ann := w.person("ann")
-			room := ann.room(w.bot, tc.encrypted, true)
+			room := ann.Room(w.bot, tc.encrypted)
 			content := &mevent.MessageEventContent{MsgType: mevent.MsgImage, Body: "dot.png", FileName: "dot.png",
 				Info: &mevent.FileInfo{MimeType: "image/png", Size: len(pngBytes)}}
 			data := pngBytes
@@ -43,7 +44,7 @@ func TestImage(t *testing.T) {
 				data = bytes.Clone(pngBytes)
 				ef.EncryptInPlace(data)
 			}
-			up, err := ann.c.cli.UploadBytes(context.Background(), data, "application/octet-stream")
+			up, err := ann.Client().UploadBytes(context.Background(), data, "application/octet-stream")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,13 +53,13 @@ func TestImage(t *testing.T) {
 			} else {
 				content.URL = up.ContentURI.CUString()
 			}
-			msg := ann.send(room, mevent.EventMessage, content)
-			chattest.Eventually(t, "the reply", func() bool { _, ok := ann.replyTo(w.bot, msg); return ok })
+			msg := ann.Send(room, mevent.EventMessage, content)
+			chattest.Eventually(t, "the reply", func() bool { _, ok := ann.ReplyTo(w.bot, msg); return ok })
 
 			us := w.sess.Users()
 			if len(us) != 1 || len(us[0].Attachments) != 1 {
-				r, _ := ann.replyTo(w.bot, msg)
-				t.Fatalf("user events = %+v, want one with one attachment (the bot said %q)", us, r.last)
+				r, _ := ann.ReplyTo(w.bot, msg)
+				t.Fatalf("user events = %+v, want one with one attachment (the bot said %q)", us, r.Last)
 			}
 			a := us[0].Attachments[0]
 			f, _, err := w.files.Open(a.SHA256)
@@ -81,19 +82,19 @@ func TestApproval(t *testing.T) {
 	w := newWorld(t, hub.Config{Tools: testagent.Confirmed("probe", &runs)}, testagent.CallTool{Name: "probe", Args: `{}`})
 	w.startDoor()
 	ann := w.person("ann")
-	room := ann.room(w.bot, true, true)
-	msg := ann.say(room, "go")
-	var ask reply
+	room := ann.Room(w.bot, true)
+	msg := ann.Say(room, "go")
+	var ask testdendrite.Reply
 	chattest.Eventually(t, "the approval request", func() bool {
 		var ok bool
-		ask, ok = ann.replyTo(w.bot, msg)
-		return ok && strings.Contains(ask.first, "React 👍 to approve")
+		ask, ok = ann.ReplyTo(w.bot, msg)
+		return ok && strings.Contains(ask.First, "React 👍 to approve")
 	})
-	if _, err := ann.c.cli.SendReaction(context.Background(), room, ask.id, "👍️"); err != nil {
+	if _, err := ann.Client().SendReaction(context.Background(), room, ask.ID, "👍️"); err != nil {
 		t.Fatal(err)
 	}
 	chattest.Eventually(t, "the tool's run and the marked request", func() bool {
-		r, _ := ann.replyTo(w.bot, msg)
-		return runs.Load() == 1 && strings.Contains(r.last, "Approved by")
+		r, _ := ann.ReplyTo(w.bot, msg)
+		return runs.Load() == 1 && strings.Contains(r.Last, "Approved by")
 	})
 }

@@ -29,24 +29,24 @@ func TestConversation(t *testing.T) {
 			w := newWorld(t, hub.Config{}, gate)
 			w.startDoor()
 			ann := w.person("ann")
-			room := ann.room(w.bot, tc.encrypted, true)
-			msg := ann.say(room, "hello")
+			room := ann.Room(w.bot, tc.encrypted)
+			msg := ann.Say(room, "hello")
 
 			chattest.Eventually(t, "the streamed words", func() bool {
-				r, ok := ann.replyTo(w.bot, msg)
-				return ok && r.first == "part "
+				r, ok := ann.ReplyTo(w.bot, msg)
+				return ok && r.First == "part "
 			})
-			chattest.Eventually(t, "the bot typing", func() bool { return ann.seenTyping(w.bot) })
+			chattest.Eventually(t, "the bot typing", func() bool { return ann.SawTyping(w.bot) })
 			gate.Release <- struct{}{}
-			r := ann.waitReply(w.bot, msg, "reply to hello")
-			if r.edits < 1 || r.encrypted != tc.encrypted {
+			r := ann.WaitReply(w.bot, msg, "reply to hello")
+			if r.Edits < 1 || r.Encrypted != tc.encrypted {
 				t.Fatalf("reply %+v: want at least one edit, encrypted %v", r, tc.encrypted)
 			}
 			us := w.sess.Users()
 			if len(us) != 1 || us[0].Channel != event.ChannelMatrix || us[0].From != "@ann:localhost" || us[0].Content != "hello" {
 				t.Fatalf("user events = %+v, want ann's hello on matrix", us)
 			}
-			if n := ann.repliesTo(w.bot, msg); n != 1 {
+			if n := ann.RepliesTo(w.bot, msg); n != 1 {
 				t.Fatalf("%d replies to ann's message, want 1", n)
 			}
 		})
@@ -60,14 +60,14 @@ func TestNotAllowed(t *testing.T) {
 	w := newWorld(t, hub.Config{}, echo{})
 	w.startDoor()
 	eve := w.person("eve")
-	eveRoom := eve.room(w.bot, false, false)
-	eve.say(eveRoom, "hello bot")
+	eveRoom := eve.CreateRoom(w.bot, false)
+	eve.Say(eveRoom, "hello bot")
 	ann := w.person("ann")
-	room := ann.room(w.bot, false, true)
-	msg := ann.say(room, "hi")
-	ann.waitReply(w.bot, msg, "echo: hi")
+	room := ann.Room(w.bot, false)
+	msg := ann.Say(room, "hi")
+	ann.WaitReply(w.bot, msg, "echo: hi")
 
-	joined, err := eve.c.cli.JoinedMembers(context.Background(), eveRoom)
+	joined, err := eve.Client().JoinedMembers(context.Background(), eveRoom)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,23 +94,23 @@ func TestRestart(t *testing.T) {
 	w := newWorld(t, hub.Config{}, gate)
 	d1 := w.startDoor()
 	ann := w.person("ann")
-	room := ann.room(w.bot, true, true)
-	one := ann.say(room, "one")
+	room := ann.Room(w.bot, true)
+	one := ann.Say(room, "one")
 	chattest.Eventually(t, "the first words to one", func() bool {
-		r, ok := ann.replyTo(w.bot, one)
-		return ok && r.first == "part "
+		r, ok := ann.ReplyTo(w.bot, one)
+		return ok && r.First == "part "
 	})
 	device := d1.conn.DeviceID()
 	d1.stop()
 
-	two := ann.say(room, "two")
+	two := ann.Say(room, "two")
 	gate.Release <- struct{}{}
 	chattest.Eventually(t, "the turn of one to end", func() bool { return turnEnds(w) == 1 })
 	d2 := w.startDoor()
-	ann.waitReply(w.bot, one, "reply to one")
-	chattest.Eventually(t, "the first words to two", func() bool { _, ok := ann.replyTo(w.bot, two); return ok })
+	ann.WaitReply(w.bot, one, "reply to one")
+	chattest.Eventually(t, "the first words to two", func() bool { _, ok := ann.ReplyTo(w.bot, two); return ok })
 	gate.Release <- struct{}{}
-	ann.waitReply(w.bot, two, "reply to two")
+	ann.WaitReply(w.bot, two, "reply to two")
 
 	if got := d2.conn.DeviceID(); got != device || device == "" {
 		t.Fatalf("device after restart = %q, want %q", got, device)
@@ -123,7 +123,7 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("user events = %q, want one,two", texts)
 	}
 	for _, m := range []id.EventID{one, two} {
-		if n := ann.repliesTo(w.bot, m); n != 1 {
+		if n := ann.RepliesTo(w.bot, m); n != 1 {
 			t.Fatalf("%d replies to %s, want 1", n, m)
 		}
 	}

@@ -26,18 +26,18 @@ import (
 func TestNoHistory(t *testing.T) {
 	w := newWorld(t, hub.Config{}, echo{})
 	ann := w.person("ann")
-	room := ann.room(w.bot, false, false)
+	room := ann.CreateRoom(w.bot, false)
 	if err := w.srv.Do(context.Background(), http.MethodPost, "/_matrix/client/v3/join/"+testdendrite.PathEscape(room.String()),
 		w.botToken, map[string]any{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	ann.waitJoined(room, w.bot)
-	old := ann.say(room, "old")
+	ann.WaitJoined(room, w.bot)
+	old := ann.Say(room, "old")
 	d := w.startDoor()
 	chattest.Eventually(t, "the first sync", func() bool { return d.door.Cursor() != "" })
-	msg := ann.say(room, "new")
-	ann.waitReply(w.bot, msg, "echo: new")
-	if n := ann.repliesTo(w.bot, old); n != 0 {
+	msg := ann.Say(room, "new")
+	ann.WaitReply(w.bot, msg, "echo: new")
+	if n := ann.RepliesTo(w.bot, old); n != 0 {
 		t.Fatalf("%d replies to the message before the door ran, want 0", n)
 	}
 	if us := w.sess.Users(); len(us) != 1 || us[0].Content != "new" {
@@ -56,18 +56,18 @@ func TestGroupMention(t *testing.T) {
 	}
 	w.startDoor()
 	ann, eve := w.person("ann"), w.person("eve")
-	resp, err := ann.c.cli.CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "private_chat", Invite: []id.UserID{w.bot, eve.id}})
+	resp, err := ann.Client().CreateRoom(context.Background(), &mautrix.ReqCreateRoom{Preset: "private_chat", Invite: []id.UserID{w.bot, eve.ID()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	room := resp.RoomID
-	if _, err := eve.c.cli.JoinRoomByID(context.Background(), room); err != nil {
+	if _, err := eve.Client().JoinRoomByID(context.Background(), room); err != nil {
 		t.Fatal(err)
 	}
-	ann.waitJoined(room, w.bot)
-	ann.waitJoined(room, eve.id)
-	quiet := ann.say(room, "hello all")
-	var last reply
+	ann.WaitJoined(room, w.bot)
+	ann.WaitJoined(room, eve.ID())
+	quiet := ann.Say(room, "hello all")
+	var last testdendrite.Reply
 	for _, tc := range []struct {
 		name    string
 		content *mevent.MessageEventContent
@@ -75,16 +75,16 @@ func TestGroupMention(t *testing.T) {
 		{"m.mentions", &mevent.MessageEventContent{Body: "you there", Mentions: &mevent.Mentions{UserIDs: []id.UserID{w.bot}}}},
 		{"user id", &mevent.MessageEventContent{Body: "hi " + w.bot.String()}},
 		{"display name", &mevent.MessageEventContent{Body: "desk, hi"}},
-		{"reply", &mevent.MessageEventContent{Body: "thanks", RelatesTo: &mevent.RelatesTo{InReplyTo: &mevent.InReplyTo{EventID: last.id}}}},
+		{"reply", &mevent.MessageEventContent{Body: "thanks", RelatesTo: &mevent.RelatesTo{InReplyTo: &mevent.InReplyTo{EventID: last.ID}}}},
 	} {
 		tc.content.MsgType = mevent.MsgText
 		if tc.name == "reply" {
-			tc.content.RelatesTo.InReplyTo.EventID = last.id
+			tc.content.RelatesTo.InReplyTo.EventID = last.ID
 		}
-		msg := ann.send(room, mevent.EventMessage, tc.content)
-		last = ann.waitReply(w.bot, msg, "echo: "+tc.content.Body)
+		msg := ann.Send(room, mevent.EventMessage, tc.content)
+		last = ann.WaitReply(w.bot, msg, "echo: "+tc.content.Body)
 	}
-	if n := ann.repliesTo(w.bot, quiet); n != 0 {
+	if n := ann.RepliesTo(w.bot, quiet); n != 0 {
 		t.Fatalf("%d replies to a message without a mention, want 0", n)
 	}
 	if us := w.sess.Users(); len(us) != 4 {
@@ -145,16 +145,16 @@ func TestMessageRefused(t *testing.T) {
 	}
 	chattest.RunDoor(t, d)
 	ann := w.person("ann")
-	room := ann.room(w.bot, false, true)
-	msg := ann.say(room, "hello")
-	ann.waitReply(w.bot, msg, "echo: hello")
+	room := ann.Room(w.bot, false)
+	msg := ann.Say(room, "hello")
+	ann.WaitReply(w.bot, msg, "echo: hello")
 	r.mu.Lock()
 	calls := strings.Join(r.calls, ",")
 	r.mu.Unlock()
 	if !strings.Contains(calls, "refused hello,refused hello,message hello,advance") {
 		t.Fatalf("inbox calls = %s, want hello refused twice, then taken, then advance", calls)
 	}
-	if n := ann.repliesTo(w.bot, msg); n != 1 || len(w.sess.Users()) != 1 {
+	if n := ann.RepliesTo(w.bot, msg); n != 1 || len(w.sess.Users()) != 1 {
 		t.Fatalf("%d replies, %d user events; want 1 and 1", n, len(w.sess.Users()))
 	}
 }

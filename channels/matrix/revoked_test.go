@@ -18,6 +18,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/testdendrite"
 )
 
 // logout revokes the door's access token (session.json's) on the
@@ -44,15 +45,15 @@ func TestRevokedRelogin(t *testing.T) {
 	w := newWorld(t, hub.Config{}, echo{})
 	d := w.startDoor()
 	ann := w.person("ann")
-	room := ann.room(w.bot, true, true)
-	ann.waitReply(w.bot, ann.say(room, "one"), "echo: one")
+	room := ann.Room(w.bot, true)
+	ann.WaitReply(w.bot, ann.Say(room, "one"), "echo: one")
 	device := d.conn.DeviceID()
 	key := botKey(t, ann, w, device)
 	if key == "" {
 		t.Fatal("the bot's device has no keys on the server")
 	}
 	logout(t, w)
-	ann.waitReply(w.bot, ann.say(room, "two"), "echo: two")
+	ann.WaitReply(w.bot, ann.Say(room, "two"), "echo: two")
 	chattest.Eventually(t, "the bot's same keys on the server again", func() bool { return botKey(t, ann, w, device) == key })
 	if got := d.conn.DeviceID(); got != device {
 		t.Fatalf("device after logging in again = %q, want %q", got, device)
@@ -64,8 +65,8 @@ func TestRevokedRelogin(t *testing.T) {
 
 // botKey is the ed25519 key the server has for the bot's device, as ann
 // asks; "" if none.
-func botKey(t *testing.T, ann *person, w *world, device string) string {
-	resp, err := ann.c.cli.QueryKeys(context.Background(), &mautrix.ReqQueryKeys{
+func botKey(t *testing.T, ann *testdendrite.User, w *world, device string) string {
+	resp, err := ann.Client().QueryKeys(context.Background(), &mautrix.ReqQueryKeys{
 		DeviceKeys: map[id.UserID]mautrix.DeviceIDList{w.bot: {id.DeviceID(device)}}})
 	if err != nil {
 		t.Fatal(err)
