@@ -9,6 +9,9 @@
 // Each server has its own SQLite databases in t.TempDir(), federation
 // off, registration closed except through the shared secret that
 // CreateAccount uses, rate limiting off and server name ServerName.
+//
+// With the goolm build tag, NewUser gives a test a person's own Matrix
+// client, end-to-end encryption included (user.go).
 package testdendrite
 
 import (
