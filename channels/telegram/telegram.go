@@ -115,11 +115,11 @@ func (c *Connector) Send(ctx context.Context, p chat.Post) (string, error) {
 		params.ReplyParameters = &models.ReplyParameters{MessageID: id, AllowSendingWithoutReply: true}
 	}
 	if len(p.Buttons) > 0 {
-		row := make([]models.InlineKeyboardButton, 0, len(p.Buttons))
+		row := make([]button, 0, len(p.Buttons))
 		for _, b := range p.Buttons {
-			row = append(row, models.InlineKeyboardButton{Text: b.Label, CallbackData: b.Decision + ":" + b.Approval})
+			row = append(row, button{Text: b.Label, CallbackData: b.Decision + ":" + b.Approval})
 		}
-		params.ReplyMarkup = &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}
+		params.ReplyMarkup = keyboard{InlineKeyboard: [][]button{row}}
 	}
 	m, err := c.bot.SendMessage(ctx, params)
 	if unparsable(err) {
@@ -130,6 +130,19 @@ func (c *Connector) Send(ctx context.Context, p chat.Post) (string, error) {
 		return "", apiError("sendMessage", err)
 	}
 	return strconv.Itoa(m.ID), nil
+}
+
+// keyboard is an inline keyboard of callback buttons. It stands in for
+// the library's models.InlineKeyboardMarkup, whose buttons always carry
+// "copy_text":{"text":""}, which Telegram refuses with
+// BUTTON_COPY_TEXT_INVALID (go-telegram/bot pull request 167).
+type keyboard struct {
+	InlineKeyboard [][]button `json:"inline_keyboard"`
+}
+
+type button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
 }
 
 // Edit implements chat.Connector. Telegram's "message is not modified" is
