@@ -34,7 +34,7 @@ type Options struct {
 	BaseURL string
 	Logger  *slog.Logger
 	// PollTimeout is how long one getUpdates waits for an update (whole
-	// seconds; default 50 s).
+	// seconds, at least 1; default 50 s).
 	PollTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed poll
 	// (doubling, with jitter; defaults 1 s and 1 minute). A 429's
@@ -76,6 +76,7 @@ func New(o Options) (*Connector, error) {
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = 50 * time.Second
 	}
+	o.PollTimeout = max(o.PollTimeout, time.Second) // 0 s would be a short poll, a busy loop
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = time.Second
 	}
