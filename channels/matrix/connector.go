@@ -100,6 +100,9 @@ func (c *Connector) Close() error {
 // setup logs in (or reuses session.json), opens crypto.db and loads the
 // Olm machine; Run retries it until it works.
 func (c *Connector) setup(ctx context.Context) error {
+	if c.st != nil {
+		return nil // Run again (a cluster node that leads again): set up already
+	}
 	s, err := c.login(ctx)
 	if err != nil {
 		return err

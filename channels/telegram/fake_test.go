@@ -302,6 +302,10 @@ func (f *fakeAPI) sendMessage(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal([]byte(rp), &p)
 		m.ReplyTo = p.MessageID
 	}
+	if strings.Contains(r.FormValue("reply_markup"), `"copy_text":{"text":""}`) {
+		f.fail(w, "sendMessage", http.StatusBadRequest, "Bad Request: BUTTON_COPY_TEXT_INVALID", 0)
+		return
+	}
 	if rm := r.FormValue("reply_markup"); rm != "" {
 		var k struct {
 			InlineKeyboard [][]fakeButton `json:"inline_keyboard"`

@@ -109,10 +109,21 @@ func TestKill(t *testing.T) {
 				killed = err == nil || !c.callDoor
 				kill()
 				return err
-			}, func(string, func() error) error { return nil }) // died before the offset was stored
+			}, func(cursor string, next func() error) error {
+				if killed {
+					return nil // died before the offset was stored
+				}
+				return next()
+			})
 			id := r.f.message(annChat, ann, "hello", nil)
-			if err := <-ran; err != nil || !killed {
-				t.Fatalf("door Run = %v, killed %v", err, killed)
+			select {
+			case err := <-ran:
+				if err != nil || !killed {
+					t.Fatalf("door Run = %v, killed %v", err, killed)
+				}
+			case <-time.After(15 * time.Second):
+				kill()
+				t.Fatal("the update never reached the door")
 			}
 			r.spy.hook(nil, nil)
 
@@ -154,5 +165,28 @@ func TestEditNotModified(t *testing.T) {
 	defer f.mu.Unlock()
 	if n := f.count("editMessageText", 400); n != 2 {
 		t.Fatalf("%d edits refused by the fake, want 2", n)
+	}
+}
+
+// TestMessageRefused: while the Door cannot take a message (its Message
+// returns an error: a full disk, say) the offset stays; after a pause the
+// same update is handed again and answered once.
+func TestMessageRefused(t *testing.T) {
+	r := newRig(t, rigOptions{agent: answer("ok")})
+	refusals := 2
+	r.spy.hook(func(ctx context.Context, m chat.Message, next func() error) error {
+		if refusals > 0 {
+			refusals--
+			return errors.New("disk full")
+		}
+		return next()
+	}, nil)
+	r.start(t)
+	id := r.f.message(annChat, ann, "hi", nil)
+	r.f.waitFor(t, "the answer", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	if us, n := r.s.Users(), r.f.delivered[r.f.nextUpd]; len(us) != 1 || n != 3 {
+		t.Fatalf("%d user events, the update delivered %d times; want 1 and 3", len(us), n)
 	}
 }

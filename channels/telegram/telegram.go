@@ -34,7 +34,7 @@ type Options struct {
 	BaseURL string
 	Logger  *slog.Logger
 	// PollTimeout is how long one getUpdates waits for an update (whole
-	// seconds; default 50 s).
+	// seconds, at least 1; default 50 s).
 	PollTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed poll
 	// (doubling, with jitter; defaults 1 s and 1 minute). A 429's
@@ -76,6 +76,7 @@ func New(o Options) (*Connector, error) {
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = 50 * time.Second
 	}
+	o.PollTimeout = max(o.PollTimeout, time.Second) // 0 s would be a short poll, a busy loop
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = time.Second
 	}
@@ -115,11 +116,11 @@ func (c *Connector) Send(ctx context.Context, p chat.Post) (string, error) {
 		params.ReplyParameters = &models.ReplyParameters{MessageID: id, AllowSendingWithoutReply: true}
 	}
 	if len(p.Buttons) > 0 {
-		row := make([]models.InlineKeyboardButton, 0, len(p.Buttons))
+		row := make([]button, 0, len(p.Buttons))
 		for _, b := range p.Buttons {
-			row = append(row, models.InlineKeyboardButton{Text: b.Label, CallbackData: b.Decision + ":" + b.Approval})
+			row = append(row, button{Text: b.Label, CallbackData: b.Decision + ":" + b.Approval})
 		}
-		params.ReplyMarkup = &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}
+		params.ReplyMarkup = keyboard{InlineKeyboard: [][]button{row}}
 	}
 	m, err := c.bot.SendMessage(ctx, params)
 	if unparsable(err) {
@@ -130,6 +131,19 @@ func (c *Connector) Send(ctx context.Context, p chat.Post) (string, error) {
 		return "", apiError("sendMessage", err)
 	}
 	return strconv.Itoa(m.ID), nil
+}
+
+// keyboard is an inline keyboard of callback buttons. It stands in for
+// the library's models.InlineKeyboardMarkup, whose buttons always carry
+// "copy_text":{"text":""}, which Telegram refuses with
+// BUTTON_COPY_TEXT_INVALID (go-telegram/bot pull request 167).
+type keyboard struct {
+	InlineKeyboard [][]button `json:"inline_keyboard"`
+}
+
+type button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
 }
 
 // Edit implements chat.Connector. Telegram's "message is not modified" is

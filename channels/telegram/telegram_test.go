@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/attachments"
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
@@ -26,7 +27,10 @@ func TestDirectMessage(t *testing.T) {
 	d, _ := r.start(t)
 	id := r.f.message(annChat, ann, "hello **there**", nil)
 
-	r.f.waitFor(t, "the streamed words", func(f *fakeAPI) bool { m := f.replyTo(id); return m != nil && strings.TrimSpace(m.Text) == "part" })
+	r.f.waitFor(t, "the streamed words in HTML", func(f *fakeAPI) bool {
+		m := f.replyTo(id)
+		return m != nil && strings.TrimSpace(m.Text) == "part" && m.ParseMode == "HTML"
+	})
 	gate.Release <- struct{}{}
 	r.f.waitFor(t, "the final edit", func(f *fakeAPI) bool {
 		m := f.replyTo(id)
@@ -182,7 +186,11 @@ func TestCancel(t *testing.T) {
 	r.f.waitFor(t, "the streamed words", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
 	cancel := r.f.message(annChat, ann, "/cancel", map[string]any{
 		"entities": []any{map[string]any{"type": "bot_command", "offset": 0, "length": 7}}})
-	<-gate.Cancelled
+	select {
+	case <-gate.Cancelled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the turn was not cancelled")
+	}
 	r.f.waitFor(t, "Cancelled.", func(f *fakeAPI) bool { m := f.replyTo(cancel); return m != nil && m.Text == "Cancelled." })
 	evs := r.s.Events()
 	var ended bool
