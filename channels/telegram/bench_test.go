@@ -42,11 +42,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 			for i := range b.N {
 				text := fmt.Sprint("question ", i)
 				t0 := time.Now()
-				id := r.f.message(annChat, ann, text, nil)
-				r.f.waitFor(b, "the first words", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
+				id := r.f.Message(annChat, ann, text, nil)
+				r.f.WaitFor(b, "the first words", func() bool { _, ok := r.f.ReplyTo(id); return ok })
 				first = append(first, time.Since(t0))
 				want := "first words and the rest of " + text
-				r.f.waitFor(b, "the final edit", func(f *fakeAPI) bool { return f.replyTo(id).Text == want })
+				r.f.WaitFor(b, "the final edit", func() bool { m, _ := r.f.ReplyTo(id); return m.Text == want })
 				final = append(final, time.Since(t0))
 			}
 			b.StopTimer()

@@ -11,6 +11,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
 	"github.com/frontdesk-hq/frontdesk/channels/telegram"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/faketelegram"
 )
 
 // TestTooManyRequests: a 429 with retry_after 1 on a post or on the poll
@@ -20,14 +21,13 @@ func TestTooManyRequests(t *testing.T) {
 	for _, method := range []string{"sendMessage", "getUpdates"} {
 		t.Run(method, func(t *testing.T) {
 			r := newRig(t, rigOptions{agent: answer("ok")})
-			r.f.set(func(f *fakeAPI) { f.tooMany[method], f.retryIn = 1, 1 })
+			r.f.TooMany(method, 1, 1)
 			r.start(t)
-			id := r.f.message(annChat, ann, "hi", nil)
-			r.f.waitFor(t, "the answer", func(f *fakeAPI) bool { m := f.replyTo(id); return m != nil && m.Text == "ok" })
-			r.f.mu.Lock()
-			defer r.f.mu.Unlock()
+			id := r.f.Message(annChat, ann, "hi", nil)
+			r.f.WaitFor(t, "the answer", func() bool { m, ok := r.f.ReplyTo(id); return ok && m.Text == "ok" })
+			calls := r.f.Calls()
 			var refused time.Time
-			for _, c := range r.f.calls {
+			for _, c := range calls {
 				switch {
 				case c.Method != method:
 				case c.Status == 429:
@@ -39,7 +39,7 @@ func TestTooManyRequests(t *testing.T) {
 					return
 				}
 			}
-			t.Fatalf("no 429 then a retry of %s in %v", method, r.f.calls)
+			t.Fatalf("no 429 then a retry of %s in %v", method, calls)
 		})
 	}
 }
@@ -50,11 +50,11 @@ func TestTooManyRequests(t *testing.T) {
 func TestDroppedPoll(t *testing.T) {
 	r := newRig(t, rigOptions{agent: answer("ok")})
 	r.start(t)
-	r.f.waitFor(t, "a waiting poll", func(f *fakeAPI) bool { return f.polling > 0 })
-	r.f.set(func(f *fakeAPI) { f.dropPolls = 2 })
-	r.f.waitFor(t, "two polls dropped", func(f *fakeAPI) bool { return f.drops == 2 })
-	id := r.f.message(annChat, ann, "still there?", nil)
-	r.f.waitFor(t, "the answer", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
+	r.f.WaitFor(t, "a waiting poll", func() bool { return r.f.Polling() > 0 })
+	r.f.DropPolls(2)
+	r.f.WaitFor(t, "two polls dropped", func() bool { return r.f.Drops() == 2 })
+	id := r.f.Message(annChat, ann, "still there?", nil)
+	r.f.WaitFor(t, "the answer", func() bool { _, ok := r.f.ReplyTo(id); return ok })
 	reps := r.spy.reported()
 	if len(reps) < 2 || reps[0] == nil || reps[len(reps)-1] != nil {
 		t.Fatalf("reports %v, want an error then nil", reps)
@@ -66,20 +66,20 @@ func TestDroppedPoll(t *testing.T) {
 // health; once the token works again the door is well and answers.
 func TestRevokedToken(t *testing.T) {
 	r := newRig(t, rigOptions{agent: answer("ok")})
-	r.f.set(func(f *fakeAPI) { f.revoked = true })
+	r.f.SetRevoked(true)
 	d, _ := r.start(t)
 	for round, where := range []string{"getMe", "getUpdates"} {
-		r.f.waitFor(t, "401s at "+where, func(f *fakeAPI) bool { return f.count(where, 401) >= 2 })
+		r.f.WaitFor(t, "401s at "+where, func() bool { return r.f.Count(where, 401) >= 2 })
 		chattest.Eventually(t, "the health saying so", func() bool { return strings.Contains(d.Health(), "refused the token") })
 		reps := r.spy.reported()
 		if last := reps[len(reps)-1]; !errors.Is(last, chat.ErrUnauthorized) {
 			t.Fatalf("reported %v, want chat.ErrUnauthorized", last)
 		}
-		r.f.set(func(f *fakeAPI) { f.revoked = false })
-		id := r.f.message(annChat, ann, "back? "+strconv.Itoa(round), nil)
-		r.f.waitFor(t, "the answer", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
+		r.f.SetRevoked(false)
+		id := r.f.Message(annChat, ann, "back? "+strconv.Itoa(round), nil)
+		r.f.WaitFor(t, "the answer", func() bool { _, ok := r.f.ReplyTo(id); return ok })
 		chattest.Eventually(t, "the health well again", func() bool { return d.Health() == "" })
-		r.f.set(func(f *fakeAPI) { f.revoked = true })
+		r.f.SetRevoked(true)
 	}
 }
 
@@ -115,7 +115,7 @@ func TestKill(t *testing.T) {
 				}
 				return next()
 			})
-			id := r.f.message(annChat, ann, "hello", nil)
+			id := r.f.Message(annChat, ann, "hello", nil)
 			select {
 			case err := <-ran:
 				if err != nil || !killed {
@@ -128,13 +128,11 @@ func TestKill(t *testing.T) {
 			r.spy.hook(nil, nil)
 
 			r.start(t)
-			r.f.waitFor(t, "the update handed again and confirmed", func(f *fakeAPI) bool { return f.acked == f.nextUpd+1 })
+			r.f.WaitFor(t, "the update handed again and confirmed", func() bool { return r.f.Acked() == r.f.LastUpdate()+1 })
 			close(release)
-			r.f.waitFor(t, "the reply", func(f *fakeAPI) bool { m := f.replyTo(id); return m != nil && m.Text == "reply to hello" })
-			r.f.mu.Lock()
-			defer r.f.mu.Unlock()
-			sent := len(r.f.sent)
-			if us, n := r.s.Users(), r.f.delivered[r.f.nextUpd]; len(us) != 1 || sent != 1 || n != 2 {
+			r.f.WaitFor(t, "the reply", func() bool { m, ok := r.f.ReplyTo(id); return ok && m.Text == "reply to hello" })
+			sent := len(r.f.Posts())
+			if us, n := r.s.Users(), r.f.Delivered(r.f.LastUpdate()); len(us) != 1 || sent != 1 || n != 2 {
 				t.Fatalf("%d user events, %d messages sent, the update delivered %d times; want 1, 1 and 2", len(us), sent, n)
 			}
 		})
@@ -145,8 +143,8 @@ func TestKill(t *testing.T) {
 // Telegram's 400 "message is not modified", which is success; an edit
 // of a message that is not there is an error.
 func TestEditNotModified(t *testing.T) {
-	f := newFakeAPI(t)
-	c, err := telegram.New(telegram.Options{Token: fakeToken, BaseURL: f.srv.URL, Logger: quiet()})
+	f := faketelegram.New(t)
+	c, err := telegram.New(telegram.Options{Token: faketelegram.Token, BaseURL: f.URL(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +159,7 @@ func TestEditNotModified(t *testing.T) {
 	if err := c.Edit(ctx, chat.Edit{Chat: "42", ID: "77777", Text: "x", Plain: "x"}); err == nil {
 		t.Fatal("edit of a missing message = nil, want an error")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n := f.count("editMessageText", 400); n != 2 {
+	if n := f.Count("editMessageText", 400); n != 2 {
 		t.Fatalf("%d edits refused by the fake, want 2", n)
 	}
 }
@@ -182,11 +178,9 @@ func TestMessageRefused(t *testing.T) {
 		return next()
 	}, nil)
 	r.start(t)
-	id := r.f.message(annChat, ann, "hi", nil)
-	r.f.waitFor(t, "the answer", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	if us, n := r.s.Users(), r.f.delivered[r.f.nextUpd]; len(us) != 1 || n != 3 {
+	id := r.f.Message(annChat, ann, "hi", nil)
+	r.f.WaitFor(t, "the answer", func() bool { _, ok := r.f.ReplyTo(id); return ok })
+	if us, n := r.s.Users(), r.f.Delivered(r.f.LastUpdate()); len(us) != 1 || n != 3 {
 		t.Fatalf("%d user events, the update delivered %d times; want 1 and 3", len(us), n)
 	}
 }

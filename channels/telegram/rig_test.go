@@ -13,6 +13,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat/chattest"
 	"github.com/frontdesk-hq/frontdesk/channels/telegram"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/faketelegram"
 )
 
 // People on the fake: ann is allowed, eve is not.
@@ -29,7 +30,7 @@ const (
 // rig is a real session and a real chat.Door over the connector, talking
 // to the fake.
 type rig struct {
-	f   *fakeAPI
+	f   *faketelegram.Server
 	s   *chattest.Session
 	spy *spy
 	// door makes a new Door (and connector) on the same data directory.
@@ -47,10 +48,10 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
-	r := &rig{f: newFakeAPI(t), s: chattest.Start(t, "", o.hub, o.agent), spy: &spy{}}
+	r := &rig{f: faketelegram.New(t), s: chattest.Start(t, "", o.hub, o.agent), spy: &spy{}}
 	r.door = func(t testing.TB) *chat.Door {
 		t.Helper()
-		co := telegram.Options{Token: fakeToken, BaseURL: r.f.srv.URL, Logger: quiet(), PollTimeout: 2 * time.Second,
+		co := telegram.Options{Token: faketelegram.Token, BaseURL: r.f.URL(), Logger: quiet(), PollTimeout: 2 * time.Second,
 			MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 			UnauthorizedBackoff: 50 * time.Millisecond, EditEvery: 20 * time.Millisecond}
 		if o.conn != nil {

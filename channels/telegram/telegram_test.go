@@ -14,6 +14,7 @@ import (
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/faketelegram"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/testagent"
 )
 
@@ -25,20 +26,19 @@ func TestDirectMessage(t *testing.T) {
 	gate := testagent.NewGate()
 	r := newRig(t, rigOptions{agent: gate})
 	d, _ := r.start(t)
-	id := r.f.message(annChat, ann, "hello **there**", nil)
+	id := r.f.Message(annChat, ann, "hello **there**", nil)
 
-	r.f.waitFor(t, "the streamed words in HTML", func(f *fakeAPI) bool {
-		m := f.replyTo(id)
-		return m != nil && strings.TrimSpace(m.Text) == "part" && m.ParseMode == "HTML"
+	r.f.WaitFor(t, "the streamed words in HTML", func() bool {
+		m, ok := r.f.ReplyTo(id)
+		return ok && strings.TrimSpace(m.Text) == "part" && m.ParseMode == "HTML"
 	})
 	gate.Release <- struct{}{}
-	r.f.waitFor(t, "the final edit", func(f *fakeAPI) bool {
-		m := f.replyTo(id)
-		return m.Text == "reply to hello <b>there</b>" && f.count("sendChatAction", 200) > 0
+	r.f.WaitFor(t, "the final edit", func() bool {
+		m, _ := r.f.ReplyTo(id)
+		return m.Text == "reply to hello <b>there</b>" && r.f.Count("sendChatAction", 200) > 0
 	})
-	r.f.mu.Lock()
-	sent, m := len(r.f.sent), *r.f.replyTo(id)
-	r.f.mu.Unlock()
+	sent := len(r.f.Posts())
+	m, _ := r.f.ReplyTo(id)
 	if sent != 1 || m.ParseMode != "HTML" || m.Chat != strconv.Itoa(annChat) || m.Edits < 1 {
 		t.Fatalf("%d messages sent, the reply %v; want one HTML reply in ann's chat, edited", sent, &m)
 	}
@@ -47,8 +47,8 @@ func TestDirectMessage(t *testing.T) {
 	if len(us) != 1 || us[0].Channel != "telegram" || us[0].From != "@ann" || us[0].Content != "hello **there**" || us[0].ClientMsgID != want {
 		t.Fatalf("user events = %+v, want one from @ann with client_msg_id %s", us, want)
 	}
-	r.f.waitFor(t, "the offset confirmed", func(f *fakeAPI) bool { return f.acked == f.nextUpd+1 })
-	if got, want := d.Cursor(), strconv.FormatInt(r.f.nextUpd+1, 10); got != want {
+	r.f.WaitFor(t, "the offset confirmed", func() bool { return r.f.Acked() == r.f.LastUpdate()+1 })
+	if got, want := d.Cursor(), strconv.FormatInt(r.f.LastUpdate()+1, 10); got != want {
 		t.Fatalf("cursor = %q, want %q", got, want)
 	}
 }
@@ -58,20 +58,20 @@ func TestDirectMessage(t *testing.T) {
 func TestGroupMention(t *testing.T) {
 	r := newRig(t, rigOptions{agent: answer("ok")})
 	r.start(t)
-	r.f.message(groupChat, ann, "hi all", nil)
-	asked := r.f.message(groupChat, ann, "@frontdesk_bot what time is it", map[string]any{
+	r.f.Message(groupChat, ann, "hi all", nil)
+	asked := r.f.Message(groupChat, ann, "@frontdesk_bot what time is it", map[string]any{
 		"entities": []any{map[string]any{"type": "mention", "offset": 0, "length": 14}}})
 	var botMsg int
-	r.f.waitFor(t, "the answer to the mention", func(f *fakeAPI) bool {
-		if m := f.replyTo(asked); m != nil {
+	r.f.WaitFor(t, "the answer to the mention", func() bool {
+		if m, ok := r.f.ReplyTo(asked); ok {
 			botMsg = m.ID
 			return true
 		}
 		return false
 	})
-	thanks := r.f.message(groupChat, ann, "thanks", map[string]any{"reply_to_message": map[string]any{
-		"message_id": botMsg, "date": 1, "from": botUser, "chat": map[string]any{"id": groupChat, "type": "supergroup"}, "text": "ok"}})
-	r.f.waitFor(t, "the answer to the reply", func(f *fakeAPI) bool { return f.replyTo(thanks) != nil })
+	thanks := r.f.Message(groupChat, ann, "thanks", map[string]any{"reply_to_message": map[string]any{
+		"message_id": botMsg, "date": 1, "from": faketelegram.Bot(), "chat": map[string]any{"id": groupChat, "type": "supergroup"}, "text": "ok"}})
+	r.f.WaitFor(t, "the answer to the reply", func() bool { _, ok := r.f.ReplyTo(thanks); return ok })
 
 	var got []string
 	for _, u := range r.s.Users() {
@@ -87,15 +87,15 @@ func TestGroupMention(t *testing.T) {
 func TestNotAllowed(t *testing.T) {
 	r := newRig(t, rigOptions{agent: answer("ok")})
 	r.start(t)
-	hers := r.f.message(66, eve, "hi, let me in", nil)
-	mine := r.f.message(annChat, ann, "hi", nil)
-	r.f.waitFor(t, "the answer to ann", func(f *fakeAPI) bool { return f.replyTo(mine) != nil })
-	r.f.waitFor(t, "every update confirmed", func(f *fakeAPI) bool { return f.acked == f.nextUpd+1 })
+	hers := r.f.Message(66, eve, "hi, let me in", nil)
+	mine := r.f.Message(annChat, ann, "hi", nil)
+	r.f.WaitFor(t, "the answer to ann", func() bool { _, ok := r.f.ReplyTo(mine); return ok })
+	r.f.WaitFor(t, "every update confirmed", func() bool { return r.f.Acked() == r.f.LastUpdate()+1 })
 	us := r.s.Users()
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	if len(us) != 1 || us[0].From != "@ann" || r.f.replyTo(hers) != nil || len(r.f.sent) != 1 {
-		t.Fatalf("user events %+v, %d messages sent; want ann's alone", us, len(r.f.sent))
+	_, answered := r.f.ReplyTo(hers)
+	sent := r.f.Posts()
+	if len(us) != 1 || us[0].From != "@ann" || answered || len(sent) != 1 {
+		t.Fatalf("user events %+v, %d messages sent; want ann's alone", us, len(sent))
 	}
 }
 
@@ -111,20 +111,24 @@ func TestFiles(t *testing.T) {
 		door: func(o *chat.Options) { o.Attachments = store }})
 	big := append([]byte("\x89PNG\r\n\x1a\n"), []byte(strings.Repeat("large photo ", 100))...)
 	doc := []byte("notes from the meeting\n")
-	r.f.addFile("small", []byte("\x89PNG\r\n\x1a\nsmall"))
-	r.f.addFile("large", big)
-	r.f.addFile("doc", doc)
+	r.f.AddFile("small", []byte("\x89PNG\r\n\x1a\nsmall"))
+	r.f.AddFile("large", big)
+	r.f.AddFile("doc", doc)
 	r.start(t)
-	photo := r.f.message(annChat, ann, "", map[string]any{"caption": "look", "photo": []any{
+	photo := r.f.Message(annChat, ann, "", map[string]any{"caption": "look", "photo": []any{
 		map[string]any{"file_id": "small", "file_unique_id": "us", "width": 90, "height": 60, "file_size": 13},
 		map[string]any{"file_id": "large", "file_unique_id": "ul", "width": 1280, "height": 960, "file_size": len(big)}}})
-	file := r.f.message(annChat, ann, "", map[string]any{"document": map[string]any{
+	file := r.f.Message(annChat, ann, "", map[string]any{"document": map[string]any{
 		"file_id": "doc", "file_unique_id": "ud", "file_name": "notes.txt", "mime_type": "text/plain", "file_size": len(doc)}})
-	r.f.waitFor(t, "both answered", func(f *fakeAPI) bool { return f.replyTo(photo) != nil && f.replyTo(file) != nil })
+	r.f.WaitFor(t, "both answered", func() bool {
+		_, p := r.f.ReplyTo(photo)
+		_, f := r.f.ReplyTo(file)
+		return p && f
+	})
 
 	us := r.s.Users()
 	if len(us) != 2 || len(us[0].Attachments) != 1 || len(us[1].Attachments) != 1 {
-		t.Fatalf("user events = %+v, want two with one attachment each; sent %v", us, r.f.sent)
+		t.Fatalf("user events = %+v, want two with one attachment each; sent %v", us, r.f.Posts())
 	}
 	for i, c := range []struct {
 		content string
@@ -136,9 +140,7 @@ func TestFiles(t *testing.T) {
 			t.Errorf("event %d: content %q attachment %+v; want %q, %s of %d bytes", i, us[i].Content, a, c.content, c.name, len(c.data))
 		}
 	}
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	if n := r.f.count("file:small", 0); n != 0 {
+	if n := r.f.Count("file:small", 0); n != 0 {
 		t.Errorf("the small photo size was downloaded %d times", n)
 	}
 }
@@ -151,12 +153,12 @@ func TestApprovalButton(t *testing.T) {
 	r := newRig(t, rigOptions{hub: hub.Config{Tools: testagent.Confirmed("probe", &runs)},
 		agent: testagent.CallTool{Name: "probe", Args: `{}`}})
 	r.start(t)
-	r.f.message(annChat, ann, "go", nil)
-	var ask sentMessage
-	r.f.waitFor(t, "the approval request", func(f *fakeAPI) bool {
-		for _, m := range f.sent {
+	r.f.Message(annChat, ann, "go", nil)
+	var ask faketelegram.Sent
+	r.f.WaitFor(t, "the approval request", func() bool {
+		for _, m := range r.f.Posts() {
 			if len(m.Buttons) == 2 {
-				ask = *m
+				ask = m
 				return true
 			}
 		}
@@ -166,14 +168,13 @@ func TestApprovalButton(t *testing.T) {
 	if !strings.HasPrefix(data, "approve:") || ask.Buttons[1].CallbackData != "deny:"+strings.TrimPrefix(data, "approve:") {
 		t.Fatalf("buttons %+v, want approve:<id> and deny:<id>", ask.Buttons)
 	}
-	r.f.push(map[string]any{"callback_query": map[string]any{"id": "cq1", "from": ann, "chat_instance": "x", "data": data,
-		"message": map[string]any{"message_id": ask.ID, "date": 1, "chat": map[string]any{"id": annChat, "type": "private"}, "text": ask.Text}}})
-	r.f.waitFor(t, "the press answered and the request marked", func(f *fakeAPI) bool {
-		m := f.msgs[ask.Chat+":"+strconv.Itoa(ask.ID)]
-		return len(f.answers) == 1 && strings.Contains(m.Text, "Approved") && len(m.Buttons) == 0
+	r.f.Press(ann, "cq1", data, ask)
+	r.f.WaitFor(t, "the press answered and the request marked", func() bool {
+		m, _ := r.f.Post(ask.Chat, ask.ID)
+		return len(r.f.Answers()) == 1 && strings.Contains(m.Text, "Approved") && len(m.Buttons) == 0
 	})
-	if r.f.answers[0] != "Approved." || runs.Load() != 1 {
-		t.Fatalf("answer %q, %d runs; want Approved. and one run", r.f.answers[0], runs.Load())
+	if answers := r.f.Answers(); answers[0] != "Approved." || runs.Load() != 1 {
+		t.Fatalf("answer %q, %d runs; want Approved. and one run", answers[0], runs.Load())
 	}
 }
 
@@ -182,16 +183,16 @@ func TestCancel(t *testing.T) {
 	gate := testagent.NewGate()
 	r := newRig(t, rigOptions{agent: gate})
 	r.start(t)
-	id := r.f.message(annChat, ann, "write a long essay", nil)
-	r.f.waitFor(t, "the streamed words", func(f *fakeAPI) bool { return f.replyTo(id) != nil })
-	cancel := r.f.message(annChat, ann, "/cancel", map[string]any{
+	id := r.f.Message(annChat, ann, "write a long essay", nil)
+	r.f.WaitFor(t, "the streamed words", func() bool { _, ok := r.f.ReplyTo(id); return ok })
+	cancel := r.f.Message(annChat, ann, "/cancel", map[string]any{
 		"entities": []any{map[string]any{"type": "bot_command", "offset": 0, "length": 7}}})
 	select {
 	case <-gate.Cancelled:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the turn was not cancelled")
 	}
-	r.f.waitFor(t, "Cancelled.", func(f *fakeAPI) bool { m := f.replyTo(cancel); return m != nil && m.Text == "Cancelled." })
+	r.f.WaitFor(t, "Cancelled.", func() bool { m, ok := r.f.ReplyTo(cancel); return ok && m.Text == "Cancelled." })
 	evs := r.s.Events()
 	var ended bool
 	for _, e := range evs {
