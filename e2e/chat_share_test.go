@@ -167,3 +167,52 @@ func (v *pageView) find(door, person, content string) (string, bool) {
 	}
 	return "", false
 }
+
+// BenchmarkChatDoorsIdle is what each chat door costs the running server
+// idle: the binary's resident set size a few seconds after start, with no
+// chat door, with each one connected alone (fakes for Telegram and Slack,
+// a real Dendrite for Matrix, encryption on) and with all three.
+func BenchmarkChatDoorsIdle(b *testing.B) {
+	hs := testdendrite.Start(b)
+	hs.CreateAccount(b, "bot", "bot-password")
+	tg, sl := faketelegram.New(b), fakeslack.New(b)
+	blocks := map[string]string{
+		"telegram": fmt.Sprintf("telegram: {enabled: true, base_url: %q}", tg.URL()),
+		"slack":    fmt.Sprintf("slack: {enabled: true, api_url: %q}", sl.URL()),
+		"matrix":   fmt.Sprintf(`matrix: {enabled: true, homeserver: %q, user_id: "@bot:localhost", password_env: E2E_MATRIX_PASSWORD}`, hs.URL),
+	}
+	env := []string{"FRONTDESK_TELEGRAM_TOKEN=" + faketelegram.Token, "FRONTDESK_SLACK_APP_TOKEN=" + fakeslack.AppToken,
+		"FRONTDESK_SLACK_BOT_TOKEN=" + fakeslack.BotToken, "E2E_MATRIX_PASSWORD=bot-password"}
+	for _, c := range []struct{ name, doors string }{
+		{"none", ""}, {"telegram", blocks["telegram"]}, {"slack", blocks["slack"]}, {"matrix", blocks["matrix"]},
+		{"all", blocks["telegram"] + "\n  " + blocks["slack"] + "\n  " + blocks["matrix"]},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var sum float64
+			for b.Loop() {
+				sum += idleRSS(b, c.doors, env)
+			}
+			b.ReportMetric(sum/float64(b.N), "rss-MB")
+		})
+	}
+}
+
+// idleRSS starts the binary with the chat doors of yaml, lets them
+// connect and settle, and returns its resident set size.
+func idleRSS(b *testing.B, doors string, env []string) float64 {
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "idle.yaml")
+	yaml := ""
+	if doors != "" {
+		yaml = "channels:\n  " + doors + "\n"
+	}
+	os.WriteFile(cfg, []byte(yaml), 0o600)
+	p := spawn(b, dir, env, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	p.await(b, 30*time.Second)
+	time.Sleep(3 * time.Second) // connected, synced, idle
+	rss := rssMB(b, p.cmd.Process.Pid)
+	p.cmd.Process.Kill()
+	<-p.exited
+	p.exited <- nil
+	return rss
+}
