@@ -30,11 +30,12 @@ func (s streamer) Run(ctx context.Context, req agent.Request, emit agent.Emitter
 // words posted (sendMessage) → the final edit with the exact reply, over
 // the real Door and session. The long poll, the Door's edit throttle
 // (Telegram's 1 s by default) and the HTTP calls are all in it; the
-// agent takes 50 ms between its first words and the rest.
+// agent takes 5 ms between its first words and the rest, as the web
+// door's BenchmarkRoundTrip (channels/ws) does.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, every := range []time.Duration{time.Second, 50 * time.Millisecond} {
 		b.Run(fmt.Sprintf("edit_every=%v", every), func(b *testing.B) {
-			r := newRig(b, rigOptions{agent: streamer{rest: 50 * time.Millisecond},
+			r := newRig(b, rigOptions{agent: streamer{rest: 5 * time.Millisecond},
 				conn: func(o *telegram.Options) { o.EditEvery = every }})
 			r.start(b)
 			var first, final []time.Duration
