@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,5 +181,52 @@ func TestChatDoorWithoutTokenRefusesToStart(t *testing.T) {
 		if !strings.Contains(stderr.String(), door) {
 			t.Fatalf("%s: the error does not name the variable: %s", door, stderr.String())
 		}
+	}
+}
+
+// TestChatDoorHealth: a chat door whose platform refuses its token turns
+// /healthz to 200 "degraded" with a reason naming the door, and
+// /api/session lists the door as running and unhealthy, with the error;
+// the web door works on.
+func TestChatDoorHealth(t *testing.T) {
+	tg := faketelegram.New(t)
+	tg.SetRevoked(true)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tg.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("channels:\n  telegram: {enabled: true, base_url: %q, allow: [\"@ann\"]}\n", tg.URL())), 0o600)
+	p := startBinary(t, dir, []string{"FRONTDESK_TELEGRAM_TOKEN=" + faketelegram.Token},
+		"-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
+	var health struct {
+		Status  string   `json:"status"`
+		Reasons []string `json:"reasons"`
+	}
+	tg.WaitFor(t, "/healthz to name the door", func() bool {
+		getJSON(t, p.url+"/healthz", &health)
+		return health.Status == "degraded" && len(health.Reasons) == 1 && strings.HasPrefix(health.Reasons[0], "telegram: ")
+	})
+	var session struct {
+		Doors []struct {
+			Door    string `json:"door"`
+			Running bool   `json:"running"`
+			Healthy bool   `json:"healthy"`
+			Error   string `json:"error"`
+		} `json:"doors"`
+	}
+	getJSON(t, p.url+"/api/session", &session)
+	if len(session.Doors) != 1 || session.Doors[0].Door != "telegram" || !session.Doors[0].Running || session.Doors[0].Healthy ||
+		!strings.Contains(session.Doors[0].Error, "refused the token") {
+		t.Fatalf("/api/session doors = %+v", session.Doors)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
 }

@@ -87,7 +87,7 @@ type Door struct {
 	early      map[string]event.ApprovalResultData
 	earlyOrder []string
 	refused    map[string]bool // accounts logged as not allowed
-	recvErr    error           // the connector's last Health
+	recvErr    error           // the connector's last Report
 	sendErr    error           // the last post or edit that failed for good
 }
 
