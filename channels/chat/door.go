@@ -124,9 +124,13 @@ func New(s Session, c Connector, o Options) (*Door, error) {
 		early: map[string]event.ApprovalResultData{}}, nil
 }
 
-// Run joins the session's stream, finishes the replies owed from before
-// and runs the connector until ctx ends.
+// Run reads state.json (again: on a cluster the new lease holder's copy
+// was just restored), joins the session's stream, finishes the replies
+// owed from before and runs the connector until ctx ends.
 func (d *Door) Run(ctx context.Context) error {
+	if err := d.state.reload(); err != nil {
+		return fmt.Errorf("%s door: %w", d.opts.Door, err)
+	}
 	sub, err := d.subscribe(ctx, -1)
 	if err != nil {
 		return fmt.Errorf("%s door: %w", d.opts.Door, err)

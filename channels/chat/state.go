@@ -57,17 +57,28 @@ func openState(dir string, replicate func([]byte) error) (*stateFile, error) {
 		return nil, err
 	}
 	s := &stateFile{path: filepath.Join(dir, "state.json"), replicate: replicate}
+	return s, s.reload()
+}
+
+// reload reads the file again: Run does, for a cluster's new lease
+// holder has just written the replicated copy over this node's.
+func (s *stateFile) reload() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
+		s.Cursor, s.Owed, s.Delivered = "", nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("%s is damaged (%v): move it away to start over (messages not yet answered would be lost)", s.path, err)
+	var fresh stateFile
+	if err := json.Unmarshal(b, &fresh); err != nil {
+		return fmt.Errorf("%s is damaged (%v): move it away to start over (messages not yet answered would be lost)", s.path, err)
 	}
-	return s, nil
+	s.Cursor, s.Owed, s.Delivered = fresh.Cursor, fresh.Owed, fresh.Delivered
+	return nil
 }
 
 // save writes the state; the caller holds mu.

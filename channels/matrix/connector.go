@@ -21,6 +21,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // Connector is the Matrix door's connector. Run owns the sync loop;
@@ -196,14 +197,7 @@ func (c *Connector) pause(ctx context.Context, err error, delay *time.Duration) 
 		*delay = min(2**delay, c.opts.MaxBackoff)
 	}
 	d += time.Duration(rand.Int64N(int64(d)/5 + 1))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return ctxsleep.Sleep(ctx, d)
 }
 
 // slogWriter carries mautrix's zerolog lines to slog: warnings and

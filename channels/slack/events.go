@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // handle takes one event of the Socket Mode client, on Run's goroutine.
@@ -57,7 +58,7 @@ func (c *Connector) give(ctx context.Context, in chat.Inbox, m chat.Message) boo
 			return false
 		}
 		c.log.Warn("slack: the door did not take a message; trying again", "chat", m.Chat, "ts", m.ID, "err", err)
-		if !sleep(ctx, c.backoff(n)) {
+		if !ctxsleep.Sleep(ctx, c.backoff(n)) {
 			return false
 		}
 	}

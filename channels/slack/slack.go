@@ -27,6 +27,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // DefaultAPIURL is Slack's public Web API.
@@ -147,7 +148,7 @@ func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
 			wait = re.After
 		}
 		c.log.Warn("slack: not connected", "err", err, "retry_in", wait)
-		if !sleep(ctx, wait) {
+		if !ctxsleep.Sleep(ctx, wait) {
 			return nil
 		}
 	}
@@ -190,18 +191,6 @@ func (c *Connector) backoff(n int) time.Duration {
 	}
 	d = min(d, c.opts.MaxBackoff)
 	return d - time.Duration(rand.Int64N(int64(d)/4+1))
-}
-
-// sleep waits d or until ctx ends; false if it ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // authErrors are the Web API's answers that mean the token is no good.

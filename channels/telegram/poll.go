@@ -16,6 +16,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
 // Run implements chat.Connector. It long-polls getUpdates itself rather
@@ -112,12 +113,7 @@ func (c *Connector) pause(ctx context.Context, err error, prev time.Duration) ti
 		d = c.opts.UnauthorizedBackoff
 	}
 	c.log.Warn("telegram: the Bot API failed; trying again", "err", err, "wait", d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	ctxsleep.Sleep(ctx, d)
 	return next
 }
 
