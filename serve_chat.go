@@ -46,29 +46,18 @@ func newChatDoors(cfg config.Config, a *app, getenv func(string) string, logger 
 	return doors, nil
 }
 
-// enabledChats names the chat doors config turns on.
+// enabledChats names the chat doors config turns on, in chat.DoorNames'
+// order.
 func enabledChats(cfg config.Config) []string {
-	var on []string
 	c := cfg.Channels
-	for name, enabled := range map[string]bool{event.ChannelTelegram: c.Telegram.Enabled, event.ChannelMatrix: c.Matrix.Enabled, event.ChannelSlack: c.Slack.Enabled} {
-		if enabled {
+	enabled := map[string]bool{event.ChannelTelegram: c.Telegram.Enabled, event.ChannelMatrix: c.Matrix.Enabled, event.ChannelSlack: c.Slack.Enabled}
+	var on []string
+	for _, name := range chat.DoorNames {
+		if enabled[name] {
 			on = append(on, name)
 		}
 	}
-	return sortedDoors(on)
-}
-
-// sortedDoors orders doors as chat.DoorNames does (logs and lists stay put).
-func sortedDoors(on []string) []string {
-	var out []string
-	for _, n := range chat.DoorNames {
-		for _, o := range on {
-			if o == n {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
+	return on
 }
 
 func chatOptions(cfg config.Config, name string, st *stores, replicate func([]byte) error, logger *slog.Logger) chat.Options {
