@@ -43,7 +43,7 @@ func TestClusterChatDoorAcrossFailover(t *testing.T) {
 	}
 	answered := func() {
 		t.Helper()
-		tg.WaitFor(t, "every message answered in full", func() bool {
+		waitFor(t, 30*time.Second, func() bool {
 			finals := chatFinals(longest())
 			for _, id := range msgs {
 				if countFinal(tg.Posts(), id, finals[fmt.Sprintf("telegram:42:%d", id)]) != 1 {
@@ -51,7 +51,7 @@ func TestClusterChatDoorAcrossFailover(t *testing.T) {
 				}
 			}
 			return true
-		})
+		}, "every message answered in full")
 	}
 	msgs = append(msgs, tg.Message(42, ann, "before the failover", nil))
 	answered()

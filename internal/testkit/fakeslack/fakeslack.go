@@ -132,6 +132,7 @@ func (f *Server) Wait(what string, cond func() bool) {
 		}
 		select {
 		case <-ch:
+		case <-time.After(50 * time.Millisecond): // cond may read more than the fake
 		case <-deadline:
 			var posts []string
 			for _, m := range f.Posts() {

@@ -129,7 +129,7 @@ func (f *Server) wake() {
 }
 
 // WaitFor waits until cond is true, for up to 15 s, calling it again
-// after every change the fake sees; on timeout the test fails, listing
+// after every change the fake sees and every 50 ms; on timeout the test fails, listing
 // what the bot sent and its last calls. cond may call f's methods.
 func (f *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -144,6 +144,7 @@ func (f *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		select {
 		case <-ch:
+		case <-time.After(50 * time.Millisecond): // cond may read more than the fake
 		case <-deadline.C:
 			f.mu.Lock()
 			defer f.mu.Unlock()
