@@ -17,48 +17,101 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/event"
+	"github.com/frontdesk-hq/frontdesk/internal/testkit/fakeslack"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/faketelegram"
 )
 
 // TestChatDoorKill9 is the chat doors' exactly-once promise with the real
-// binary and SIGKILL: a person writes to the Telegram door (a fake Bot
-// API on loopback) and the server is killed at a random moment — between
-// receiving the update and confirming it, while the reply streams, or
-// just after the final reply — then started again, round after round. At the end every message is in
-// the chat log once, and has exactly one reply in the chat whose text is
-// the final one (the turn's reply, or the interrupted note); a streamed
-// start posted just before a kill may be left behind, never a second
-// final reply.
+// binary and SIGKILL, for Telegram (a fake Bot API: the update offset) and
+// Slack (a fake Socket Mode: envelope acks, unacked ones sent again). A
+// person writes; the server is killed at a random moment — around
+// receiving the message, while the reply streams, or just after the
+// final reply — then started again, round after round. At the end every
+// message is in the chat log once, and has exactly one reply in the chat
+// whose text is the final one (the turn's reply, or the interrupted
+// note); a streamed start posted just before a kill may be left behind,
+// never a second final reply.
 func TestChatDoorKill9(t *testing.T) {
-	t.Parallel() // its own data directory, binary and fake
 	if testing.Short() {
 		t.Skip("kill and restart rounds")
 	}
+	t.Run("telegram", func(t *testing.T) {
+		t.Parallel() // its own data directory, binary and fake
+		tg := faketelegram.New(t)
+		ann := faketelegram.User(42, "ann")
+		killRounds(t, chatKill{
+			block: fmt.Sprintf(`telegram: {enabled: true, base_url: %q, allow: ["@ann"]}`, tg.URL()),
+			env:   []string{"FRONTDESK_TELEGRAM_TOKEN=" + faketelegram.Token},
+			style: chat.StyleHTML,
+			send: func(round int) string {
+				return fmt.Sprintf("telegram:42:%d", tg.Message(42, ann, fmt.Sprintf("message %d", round), nil))
+			},
+			replies: func(key string) []string {
+				var id int
+				fmt.Sscanf(key, "telegram:42:%d", &id)
+				return tgReplies(tg, id)
+			},
+		})
+	})
+	t.Run("slack", func(t *testing.T) {
+		t.Parallel()
+		sl := fakeslack.New(t)
+		killRounds(t, chatKill{
+			block: fmt.Sprintf(`slack: {enabled: true, api_url: %q, allow: [U1ANN]}`, sl.URL()),
+			env:   []string{"FRONTDESK_SLACK_APP_TOKEN=" + fakeslack.AppToken, "FRONTDESK_SLACK_BOT_TOKEN=" + fakeslack.BotToken},
+			style: chat.StyleSlack,
+			send: func(round int) string {
+				ts := fmt.Sprintf("1700000000.%06d", round+1)
+				sl.DM("U1ANN", fmt.Sprintf("message %d", round), ts)
+				return "slack:D1:" + ts
+			},
+			replies: func(key string) []string {
+				var out []string
+				for _, m := range sl.Posts() {
+					if "slack:D1:"+m.Thread == key {
+						out = append(out, m.Text)
+					}
+				}
+				return out
+			},
+		})
+	})
+}
+
+// chatKill is one door's part in killRounds.
+type chatKill struct {
+	block string   // the door's config block under channels:
+	env   []string // its secrets
+	style chat.Style
+	// send has the person write a new message and returns its
+	// client_msg_id; replies are the texts, as they read now, of every
+	// message the bot posted in answer to it.
+	send    func(round int) string
+	replies func(key string) []string
+}
+
+// killRounds runs the rounds of TestChatDoorKill9 for one door.
+func killRounds(t *testing.T, k chatKill) {
 	const rounds = 9
-	tg := faketelegram.New(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "tg.yaml")
+	cfg := filepath.Join(dir, "chat.yaml")
 	// Each reply streams for ~1 s (60 words, 15 ms apart): a kill after
 	// the first streamed post lands before the final one.
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`agent: {demo: {delay_ms: 15}}
-channels:
-  telegram: {enabled: true, base_url: %q, allow: ["@ann"]}
-`, tg.URL())), 0o600)
-	env := []string{"FRONTDESK_TELEGRAM_TOKEN=" + faketelegram.Token}
+	os.WriteFile(cfg, []byte("agent: {demo: {delay_ms: 15}}\nchannels:\n  "+k.block+"\n"), 0o600)
 	args := []string{"-addr", "127.0.0.1:0", "-data", "state", "-config", cfg}
-	ann := faketelegram.User(42, "ann")
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
-	var msgs []int
+	var keys []string
 	var evs []event.Event
 	var finals map[string]string
+	finalReplies := func(key string) int { return countFinal(k.replies(key), finals[key]) }
 	// answered waits until every message so far has its final reply (the
 	// next one would find the assistant busy otherwise).
 	answered := func() {
 		waitFor(t, 30*time.Second, func() bool {
 			evs = readChatLog(t, filepath.Join(dir, "state"))
-			finals = chatFinals(evs)
-			for _, id := range msgs {
-				if countFinal(tg.Posts(), id, finals[fmt.Sprintf("telegram:42:%d", id)]) == 0 {
+			finals = chatFinals(evs, k.style)
+			for _, key := range keys {
+				if finalReplies(key) == 0 {
 					return false
 				}
 			}
@@ -66,28 +119,25 @@ channels:
 		}, "every message answered in full")
 	}
 	for round := range rounds {
-		p := startBinary(t, dir, env, args...)
+		p := startBinary(t, dir, k.env, args...)
 		answered()
-		id := tg.Message(42, ann, fmt.Sprintf("message %d", round), nil)
-		msgs = append(msgs, id)
-		key := fmt.Sprintf("telegram:42:%d", id)
+		key := k.send(round)
+		keys = append(keys, key)
 		switch round % 3 {
 		case 0: // around receipt: before or after the input is recorded
 			time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
 		case 1: // while the reply streams
-			tg.WaitFor(t, "the first streamed words", func() bool { _, ok := tg.ReplyTo(id); return ok })
+			waitFor(t, 15*time.Second, func() bool { return len(k.replies(key)) > 0 }, "the first streamed words")
 			time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
 		case 2: // just after the final reply, before or after it is marked delivered
-			waitFor(t, 15*time.Second, func() bool {
-				return countFinal(tg.Posts(), id, chatFinals(readChatLog(t, filepath.Join(dir, "state")))[key]) == 1
-			}, "the final reply")
+			answered()
 			time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
 		}
 		p.cmd.Process.Kill()
 		<-p.exited
 		p.exited <- nil
 	}
-	p := startBinary(t, dir, env, args...)
+	p := startBinary(t, dir, k.env, args...)
 	answered()
 	p.stop(t, syscall.SIGTERM)
 	users := map[string]int{}
@@ -97,35 +147,27 @@ channels:
 			users[u.ClientMsgID]++
 		}
 	}
-	left := 0
-	for _, id := range msgs {
-		key := fmt.Sprintf("telegram:42:%d", id)
+	left, cut := 0, 0
+	for _, key := range keys {
 		if users[key] != 1 {
-			t.Errorf("message %d: %d user events, want 1", id, users[key])
+			t.Errorf("%s: %d user events, want 1", key, users[key])
 		}
-		if n := countFinal(tg.Posts(), id, finals[key]); n != 1 {
-			t.Errorf("message %d: %d replies with the final text %q, want 1", id, n, finals[key])
+		if n := finalReplies(key); n != 1 {
+			t.Errorf("%s: %d replies with the final text %q, want 1", key, n, finals[key])
 		}
-		for _, s := range tg.Posts() {
-			if s.ReplyTo == id && s.Text != finals[key] {
-				left++
-			}
-		}
-	}
-	cut := 0
-	for _, f := range finals {
-		if strings.Contains(f, "interrupted") {
+		left += len(k.replies(key)) - finalReplies(key)
+		if strings.Contains(finals[key], "interrupted") {
 			cut++
 		}
 	}
 	t.Logf("%d rounds: %d messages, each once in the log with one final reply (%d cut by a kill: interrupted); %d streamed starts left behind",
-		rounds, len(msgs), cut, left)
+		rounds, len(keys), cut, left)
 }
 
-// chatFinals is the text each Telegram message's reply must end as, by
+// chatFinals is the text each chat message's reply must end as, by
 // client_msg_id: the turn's reply, or the note of an interrupted turn,
-// rendered as the door renders it.
-func chatFinals(evs []event.Event) map[string]string {
+// rendered in style as the door renders it.
+func chatFinals(evs []event.Event, style chat.Style) map[string]string {
 	byTurn := map[string]string{}
 	out := map[string]string{}
 	for _, e := range evs {
@@ -138,23 +180,24 @@ func chatFinals(evs []event.Event) map[string]string {
 			var a event.AssistantData
 			e.Decode(&a)
 			if !a.Partial {
-				out[byTurn[e.Turn]] = chat.Render(a.Content, chat.StyleHTML)
+				out[byTurn[e.Turn]] = chat.Render(a.Content, style)
 			}
 		case event.TurnEnd:
 			var d event.TurnEndData
 			e.Decode(&d)
 			if d.Status == event.StatusInterrupted {
-				out[byTurn[e.Turn]] = chat.Render("_(interrupted: the server stopped; send it again)_", chat.StyleHTML)
+				out[byTurn[e.Turn]] = chat.Render("_(interrupted: the server stopped; send it again)_", style)
 			}
 		}
 	}
 	return out
 }
 
-func countFinal(posts []faketelegram.Sent, id int, final string) int {
+// countFinal counts the replies that read final.
+func countFinal(replies []string, final string) int {
 	n := 0
-	for _, s := range posts {
-		if s.ReplyTo == id && final != "" && s.Text == final {
+	for _, r := range replies {
+		if final != "" && r == final {
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdesk-hq/frontdesk/channels/chat"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/testkit/faketelegram"
 )
@@ -44,9 +45,9 @@ func TestClusterChatDoorAcrossFailover(t *testing.T) {
 	answered := func() {
 		t.Helper()
 		waitFor(t, 30*time.Second, func() bool {
-			finals := chatFinals(longest())
+			finals := chatFinals(longest(), chat.StyleHTML)
 			for _, id := range msgs {
-				if countFinal(tg.Posts(), id, finals[fmt.Sprintf("telegram:42:%d", id)]) != 1 {
+				if countFinal(tgReplies(tg, id), finals[fmt.Sprintf("telegram:42:%d", id)]) != 1 {
 					return false
 				}
 			}
@@ -68,7 +69,7 @@ func TestClusterChatDoorAcrossFailover(t *testing.T) {
 	answered()
 
 	evs := longest()
-	finals := chatFinals(evs)
+	finals := chatFinals(evs, chat.StyleHTML)
 	for _, id := range msgs {
 		key := fmt.Sprintf("telegram:42:%d", id)
 		n := 0
@@ -81,11 +82,22 @@ func TestClusterChatDoorAcrossFailover(t *testing.T) {
 		if n != 1 {
 			t.Errorf("message %d: %d user events in the log, want 1", id, n)
 		}
-		if got := countFinal(tg.Posts(), id, finals[key]); got != 1 {
+		if got := countFinal(tgReplies(tg, id), finals[key]); got != 1 {
 			t.Errorf("message %d: %d final replies, want 1", id, got)
 		}
 	}
 	if len(tg.Posts()) != len(msgs) {
 		t.Errorf("%d posts for %d messages: %v", len(tg.Posts()), len(msgs), tg.Posts())
 	}
+}
+
+// tgReplies are the texts of the bot's posts answering message id.
+func tgReplies(tg *faketelegram.Server, id int) []string {
+	var out []string
+	for _, s := range tg.Posts() {
+		if s.ReplyTo == id {
+			out = append(out, s.Text)
+		}
+	}
+	return out
 }
