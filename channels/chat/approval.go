@@ -44,14 +44,22 @@ func (r *reply) ask(ctx context.Context, f *hub.Frame) {
 // door asks for (another door's) are kept there too.
 const maxEarly = 64
 
+// maxArgs caps the arguments an approval request shows in a chat: the
+// message must stay within every platform's limit (the page shows them
+// whole).
+const maxArgs = 1500
+
 func approvalText(a event.ApprovalRequestData) string {
 	tool := a.Tool
 	if a.Server != "" {
 		tool = a.Server + "/" + a.Tool
 	}
 	s := fmt.Sprintf("**Approval needed**: the assistant wants to run `%s`", tool)
-	if len(a.Args) > 0 && string(a.Args) != "{}" && string(a.Args) != "null" {
-		s += "\n```\n" + string(a.Args) + "\n```"
+	if args := string(a.Args); len(args) > 0 && args != "{}" && args != "null" {
+		if r := []rune(args); len(r) > maxArgs {
+			args = string(r[:maxArgs]) + "…"
+		}
+		s += "\n```\n" + args + "\n```"
 	}
 	if a.Text != "" {
 		s += "\n" + a.Text

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frontdesk-hq/frontdesk/agent"
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
@@ -254,5 +255,26 @@ func TestCancelCommand(t *testing.T) {
 	}
 	if n := len(s.Users()); n != 1 {
 		t.Fatalf("%d user events, want 1: commands are not messages", n)
+	}
+}
+
+// TestEditRefusedPostsAnew: the streamed message is gone (deleted in the
+// chat): its final edit is refused for good, so after a few tries the
+// final text is posted as a new message — the reply is not stuck owed.
+func TestEditRefusedPostsAnew(t *testing.T) {
+	gate := testagent.NewGate()
+	s := chattest.Start(t, "", hub.Config{}, gate)
+	f := newFake(4000)
+	chattest.RunDoor(t, newDoor(t, s, f, chat.Options{MinBackoff: 10 * time.Millisecond}))
+	f.send(t, chat.Message{ID: "1", Chat: "c", From: "@ann", Text: "hello", Direct: true})
+	chattest.Eventually(t, "the streamed words", func() bool { _, texts, _ := f.snapshot(); return texts["m1"] == "part " })
+	f.mu.Lock()
+	delete(f.msgs, "m1")
+	f.mu.Unlock()
+	gate.Release <- struct{}{}
+	chattest.Eventually(t, "the final text posted anew", func() bool { _, texts, _ := f.snapshot(); return texts["m2"] == "reply to hello" })
+	posts, _, _ := f.snapshot()
+	if len(posts) != 2 || posts[1].ReplyTo != "1" {
+		t.Fatalf("posts = %+v, want the final text as a reply to message 1", posts)
 	}
 }

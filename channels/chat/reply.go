@@ -265,17 +265,48 @@ func (r *reply) put(ctx context.Context, i int, md string, final bool) error {
 }
 
 // finish delivers the final text, part by part, each retried until the
-// platform takes it (or ctx ends: then it stays owed).
+// platform takes it (or ctx ends: then it stays owed). An edit refused
+// editRefusals times (the message was deleted, say) posts the part anew.
 func (r *reply) finish(ctx context.Context, out hub.TurnOutcome) {
 	d := r.d
 	parts := Split(finalText(out), d.lim.MaxText)
 	for i, p := range parts {
-		if err := d.retry(ctx, func() error { return r.put(ctx, i, p, i == len(parts)-1) }); err != nil {
+		refused := 0
+		err := d.retry(ctx, func() error {
+			err := r.put(ctx, i, p, i == len(parts)-1)
+			if err != nil && i < len(r.o.Posted) && !transient(err) {
+				if refused++; refused >= editRefusals {
+					d.log.Warn("chat: the platform keeps refusing to edit a reply; posting it anew", "err", err)
+					r.repost(i)
+				}
+			}
+			return err
+		})
+		if err != nil {
 			return
 		}
 	}
 	if err := d.state.done(r.o); err != nil {
 		d.log.Error("chat: a reply was delivered but could not be marked so; it may be edited again at the next start", "err", err)
+	}
+}
+
+// editRefusals is how many refused edits of a part make finish post it
+// anew.
+const editRefusals = 3
+
+// transient says whether err is worth the same try again: a 429, or a
+// refused token (fixed by a new one, not by another message).
+func transient(err error) bool {
+	var ra *RetryError
+	return errors.As(err, &ra) || errors.Is(err, ErrUnauthorized)
+}
+
+// repost forgets the message posted for part i and those after it: the
+// next put posts them again.
+func (r *reply) repost(i int) {
+	if err := r.d.state.update(r.o, func(o *owed) { o.Posted = o.Posted[:i] }); err != nil {
+		r.d.log.Warn("chat: could not record a reply posted anew", "err", err)
 	}
 }
 
