@@ -10,6 +10,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
@@ -101,18 +102,22 @@ func (d *Door) submit(ctx context.Context, o *owed) error {
 // resume finishes a reply owed from before a restart: the same input again
 // is a duplicate to the session, which gives its turn's outcome.
 func (d *Door) resume(ctx context.Context, o *owed) {
-	wait := d.opts.MinBackoff
+	bo := d.newBackoff()
 	for {
 		err := d.submit(ctx, o)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		wait := bo.Next()
 		d.log.Warn("chat: a reply owed from before could not be resumed; trying again", "err", err, "wait", wait)
 		if !ctxsleep.Sleep(ctx, wait) {
 			return
 		}
-		wait = min(2*wait, d.opts.MaxBackoff)
 	}
+}
+
+func (d *Door) newBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: d.opts.MinBackoff, Max: d.opts.MaxBackoff}
 }
 
 // subscribe joins the stream after seq since (-1: from now).
@@ -338,9 +343,9 @@ func finalText(out hub.TurnOutcome) string {
 }
 
 // retry runs f until it succeeds or ctx ends, waiting between tries
-// (doubling; a RetryError's After wins). The door is unhealthy meanwhile.
+// (backoff.Backoff; a RetryError's After wins). The door is unhealthy meanwhile.
 func (d *Door) retry(ctx context.Context, f func() error) error {
-	wait := d.opts.MinBackoff
+	bo := d.newBackoff()
 	for {
 		err := f()
 		if err == nil {
@@ -349,7 +354,7 @@ func (d *Door) retry(ctx context.Context, f func() error) error {
 		}
 		d.setHealth(false, err)
 		d.log.Warn("chat: the platform refused a reply; trying again", "err", err)
-		next := wait
+		next := bo.Next()
 		var ra *RetryError
 		if errors.As(err, &ra) && ra.After > 0 {
 			next = ra.After
@@ -357,6 +362,5 @@ func (d *Door) retry(ctx context.Context, f func() error) error {
 		if !ctxsleep.Sleep(ctx, next) {
 			return ctx.Err()
 		}
-		wait = min(2*wait, d.opts.MaxBackoff)
 	}
 }

@@ -3,7 +3,6 @@ package email
 import (
 	"context"
 	"crypto/tls"
-	"math/rand/v2"
 	"net"
 	"time"
 )
@@ -75,29 +74,3 @@ func (c *Channel) dial(ctx context.Context, addr, mode string, quiet time.Durati
 	}
 	return tc, nil
 }
-
-// backoff yields doubling delays between min and max, each with up to 50%
-// jitter taken off, so that many clients do not reconnect in step.
-type backoff struct {
-	min, max time.Duration
-	cur      time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	switch {
-	case b.cur == 0:
-		b.cur = b.min
-	case b.cur < b.max:
-		b.cur *= 2
-	}
-	if b.cur > b.max {
-		b.cur = b.max
-	}
-	half := int64(b.cur / 2)
-	if half <= 0 {
-		return b.cur
-	}
-	return b.cur - time.Duration(rand.Int64N(half))
-}
-
-func (b *backoff) reset() { b.cur = 0 }

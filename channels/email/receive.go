@@ -21,6 +21,7 @@ import (
 	"github.com/emersion/go-message/charset"
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/internal/atomicfile"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
@@ -37,7 +38,7 @@ const healthy = time.Minute
 // receive is the receiver goroutine: one IMAP connection at a time, until
 // ctx ends, reconnecting after any error with backoff and jitter.
 func (c *Channel) receive(ctx context.Context) error {
-	bo := backoff{min: c.opts.MinBackoff, max: c.opts.MaxBackoff}
+	bo := backoff.Backoff{Min: c.opts.MinBackoff, Max: c.opts.MaxBackoff}
 	for {
 		start := time.Now()
 		err := c.session(ctx)
@@ -51,7 +52,7 @@ func (c *Channel) receive(ctx context.Context) error {
 		if se := (*spoolError)(nil); errors.As(err, &se) {
 			// Not the server's fault: the mail stays unread there and
 			// is fetched again once the spool can be written. Said once.
-			wait := bo.next()
+			wait := bo.Next()
 			level := slog.LevelError
 			if c.spoolReported {
 				level = slog.LevelDebug
@@ -80,9 +81,9 @@ func (c *Channel) receive(ctx context.Context) error {
 			}
 		} else {
 			if time.Since(start) >= healthy {
-				bo.reset()
+				bo.Reset()
 			}
-			wait = bo.next()
+			wait = bo.Next()
 			c.log.Warn("IMAP connection failed; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond))
 		}
 		if !ctxsleep.Sleep(ctx, wait) {

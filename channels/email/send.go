@@ -15,6 +15,7 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 )
 
 // smtpTimeout bounds one whole SMTP transaction.
@@ -127,9 +128,9 @@ func (c *Channel) failed(it outboxItem, err error) (wait time.Duration, gaveUp b
 	if werr := writeJSON(c.spool.outboxPath(it.Key), it); werr != nil {
 		c.log.Error("record a failed send", "err", werr)
 	}
-	b := backoff{min: c.opts.SendMinBackoff, max: c.opts.SendMaxBackoff}
+	b := backoff.Backoff{Min: c.opts.SendMinBackoff, Max: c.opts.SendMaxBackoff}
 	for range min(it.Attempts, 30) {
-		wait = b.next()
+		wait = b.Next()
 	}
 	c.log.Warn("sending an email reply failed; retrying", "to", it.To, "attempt", it.Attempts, "err", err, "retry_in", wait.Round(time.Millisecond))
 	return wait, false

@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontdesk-hq/frontdesk/event"
 	"github.com/frontdesk-hq/frontdesk/hub"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 )
 
 // Notes sent instead of silence when a turn did not complete.
@@ -33,7 +34,7 @@ const maxReferences = 20
 // in and a crash finds it in the chat log — then turns each outcome into a
 // reply in outbox/ as the turns end.
 func (c *Channel) work(ctx context.Context) error {
-	w := &workState{bo: backoff{min: time.Second, max: time.Minute}, inSession: map[string]*handed{}}
+	w := &workState{bo: backoff.Backoff{Min: time.Second, Max: time.Minute}, inSession: map[string]*handed{}}
 	for {
 		items, errs := c.spool.inboxItems()
 		for _, err := range errs {
@@ -84,7 +85,7 @@ func (c *Channel) work(ctx context.Context) error {
 
 // workState is the worker goroutine's own.
 type workState struct {
-	bo        backoff
+	bo        backoff.Backoff
 	failing   bool               // the last attempt failed: say so once, not at every retry
 	inSession map[string]*handed // by inbox key: handed over, outcome to come
 	hold      <-chan time.Time   // after a failure: hand nothing over until it fires
@@ -119,7 +120,7 @@ func (c *Channel) handOverAll(ctx context.Context, w *workState, items []inboxIt
 			c.log.Info("emails reach the session again", "from", it.From)
 			w.failing = false
 		}
-		w.bo.reset()
+		w.bo.Reset()
 	}
 	return nil
 }
@@ -128,7 +129,7 @@ func (c *Channel) handOverAll(ctx context.Context, w *workState, items []inboxIt
 // warning level while failures go on) and holds further hand-overs for a
 // growing wait.
 func (c *Channel) handFailed(ctx context.Context, w *workState, it inboxItem, err error) {
-	d := w.bo.next()
+	d := w.bo.Next()
 	level := slog.LevelWarn
 	if w.failing {
 		level = slog.LevelDebug

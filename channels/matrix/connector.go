@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
@@ -183,21 +183,21 @@ func mapErr(err error) error {
 }
 
 // pause waits before the next try after err: a RetryError's After, a
-// refused token MaxBackoff*5, else *delay (doubled up to MaxBackoff),
-// with jitter. False if ctx ended.
-func (c *Connector) pause(ctx context.Context, err error, delay *time.Duration) bool {
-	d := *delay
+// refused token MaxBackoff*5, else bo's next wait. False if ctx ended.
+func (c *Connector) pause(ctx context.Context, err error, bo *backoff.Backoff) bool {
 	var re *chat.RetryError
 	switch {
 	case errors.As(err, &re):
-		d = re.After
+		return ctxsleep.Sleep(ctx, re.After)
 	case errors.Is(err, chat.ErrUnauthorized):
-		d = 5 * c.opts.MaxBackoff
-	default:
-		*delay = min(2**delay, c.opts.MaxBackoff)
+		return ctxsleep.Sleep(ctx, 5*c.opts.MaxBackoff)
 	}
-	d += time.Duration(rand.Int64N(int64(d)/5 + 1))
-	return ctxsleep.Sleep(ctx, d)
+	return ctxsleep.Sleep(ctx, bo.Next())
+}
+
+// newBackoff is a run of failures' waits, from MinBackoff to MaxBackoff.
+func (c *Connector) newBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: c.opts.MinBackoff, Max: c.opts.MaxBackoff}
 }
 
 // slogWriter carries mautrix's zerolog lines to slog: warnings and

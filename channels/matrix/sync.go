@@ -31,7 +31,7 @@ type item struct {
 // without a cursor answers nothing (it is history) but accepts invites.
 // After each batch is handed to in, its next_batch is the new cursor.
 func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
-	delay := c.opts.MinBackoff
+	bo := c.newBackoff()
 	for {
 		err := c.setup(ctx)
 		if err == nil {
@@ -42,7 +42,7 @@ func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
 		}
 		c.log.Warn("matrix: set up failed", "err", err)
 		in.Report(err)
-		if !c.pause(ctx, err, &delay) {
+		if !c.pause(ctx, err, &bo) {
 			return nil
 		}
 	}
@@ -53,7 +53,7 @@ func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
 
 func (c *Connector) syncLoop(ctx context.Context, in chat.Inbox) {
 	since := in.Cursor()
-	delay := c.opts.MinBackoff
+	bo := c.newBackoff()
 	var pend pending
 	for ctx.Err() == nil {
 		timeout := c.opts.PollTimeout
@@ -71,10 +71,10 @@ func (c *Connector) syncLoop(ctx context.Context, in chat.Inbox) {
 			if errors.Is(err, chat.ErrUnauthorized) && c.relogin(ctx) {
 				continue
 			}
-			c.pause(ctx, err, &delay)
+			c.pause(ctx, err, &bo)
 			continue
 		}
-		delay = c.opts.MinBackoff
+		bo.Reset()
 		in.Report(nil)
 		c.prepare(ctx, resp, since)
 		items := c.collect(ctx, resp, &pend, since == "")
@@ -89,7 +89,7 @@ func (c *Connector) syncLoop(ctx context.Context, in chat.Inbox) {
 // handed again after a pause (the items before it are not). False if
 // ctx ended first.
 func (c *Connector) hand(ctx context.Context, in chat.Inbox, items []item) bool {
-	delay := c.opts.MinBackoff
+	bo := c.newBackoff()
 	for i := 0; i < len(items); {
 		it := items[i]
 		switch {
@@ -103,7 +103,7 @@ func (c *Connector) hand(ctx context.Context, in chat.Inbox, items []item) bool 
 					return false
 				}
 				c.log.Warn("matrix: the door could not take a message; trying again", "event", it.msg.ID, "err", err)
-				if !c.pause(ctx, err, &delay) {
+				if !c.pause(ctx, err, &bo) {
 					return false
 				}
 				continue
@@ -116,14 +116,14 @@ func (c *Connector) hand(ctx context.Context, in chat.Inbox, items []item) bool 
 
 // advance stores the new cursor, retrying while the Door cannot.
 func (c *Connector) advance(ctx context.Context, in chat.Inbox, cursor string) bool {
-	delay := c.opts.MinBackoff
+	bo := c.newBackoff()
 	for {
 		err := in.Advance(cursor)
 		if err == nil {
 			return true
 		}
 		c.log.Warn("matrix: could not store the sync token", "err", err)
-		if !c.pause(ctx, err, &delay) {
+		if !c.pause(ctx, err, &bo) {
 			return false
 		}
 	}
@@ -136,7 +136,7 @@ func (c *Connector) invited(ctx context.Context, in chat.Inbox, room id.RoomID, 
 		c.log.Info("matrix: an invite from an account not allowed is not accepted", "room", room, "inviter", inviter)
 		return
 	}
-	delay := c.opts.MinBackoff
+	bo := c.newBackoff()
 	for try := 0; try < 5; try++ {
 		_, err := c.cli.JoinRoomByID(ctx, room)
 		if err == nil {
@@ -145,7 +145,7 @@ func (c *Connector) invited(ctx context.Context, in chat.Inbox, room id.RoomID, 
 		}
 		err = mapErr(err)
 		c.log.Warn("matrix: join failed", "room", room, "err", err)
-		if !c.pause(ctx, err, &delay) {
+		if !c.pause(ctx, err, &bo) {
 			return
 		}
 	}

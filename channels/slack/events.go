@@ -49,7 +49,8 @@ func (c *Connector) handle(ctx context.Context, in chat.Inbox, smc *socketmode.C
 // give hands m to the Door until it is taken (with backoff between
 // tries); false if ctx ended first.
 func (c *Connector) give(ctx context.Context, in chat.Inbox, m chat.Message) bool {
-	for n := 0; ; n++ {
+	bo := c.newBackoff()
+	for {
 		err := in.Message(ctx, m)
 		if err == nil {
 			return true
@@ -58,7 +59,7 @@ func (c *Connector) give(ctx context.Context, in chat.Inbox, m chat.Message) boo
 			return false
 		}
 		c.log.Warn("slack: the door did not take a message; trying again", "chat", m.Chat, "ts", m.ID, "err", err)
-		if !ctxsleep.Sleep(ctx, c.backoff(n)) {
+		if !ctxsleep.Sleep(ctx, bo.Next()) {
 			return false
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
@@ -127,19 +127,18 @@ func (c *Connector) Typing(ctx context.Context, chat string) error { return nil 
 // Run implements chat.Connector: it keeps a Socket Mode connection open
 // until ctx ends, reopening it after any failure.
 func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
-	fails := 0
+	bo := c.newBackoff()
 	for {
 		connected, err := c.session(ctx, in)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if connected {
-			fails = 0
+			bo.Reset()
 		}
 		err = mapErr(err)
 		in.Report(err)
-		wait := c.backoff(fails)
-		fails++
+		wait := bo.Next()
 		var re *chat.RetryError
 		switch {
 		case errors.Is(err, chat.ErrUnauthorized):
@@ -182,15 +181,9 @@ func (c *Connector) session(ctx context.Context, in chat.Inbox) (connected bool,
 	}
 }
 
-// backoff is the wait after the n-th failure in a row: doubling from
-// MinBackoff up to MaxBackoff, with up to a quarter of jitter.
-func (c *Connector) backoff(n int) time.Duration {
-	d := c.opts.MinBackoff
-	for i := 0; i < n && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.opts.MaxBackoff)
-	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+// newBackoff is a run of failures' waits, from MinBackoff to MaxBackoff.
+func (c *Connector) newBackoff() backoff.Backoff {
+	return backoff.Backoff{Min: c.opts.MinBackoff, Max: c.opts.MaxBackoff}
 }
 
 // authErrors are the Web API's answers that mean the token is no good.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/frontdesk-hq/frontdesk/channels/chat"
+	"github.com/frontdesk-hq/frontdesk/internal/backoff"
 	"github.com/frontdesk-hq/frontdesk/internal/ctxsleep"
 )
 
@@ -28,7 +28,7 @@ func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
 	offset, _ := strconv.ParseInt(in.Cursor(), 10, 64)
 	var me *models.User
 	failing := false
-	wait := time.Duration(0)
+	bo := backoff.Backoff{Min: c.opts.MinBackoff, Max: c.opts.MaxBackoff}
 	for ctx.Err() == nil {
 		var ups []*models.Update
 		var err error
@@ -47,23 +47,27 @@ func (c *Connector) Run(ctx context.Context, in chat.Inbox) error {
 			}
 			failing = true
 			in.Report(err)
-			wait = c.pause(ctx, err, wait)
+			c.pause(ctx, err, &bo)
 			continue
 		}
 		if failing {
 			failing = false
 			in.Report(nil)
 		}
-		wait = 0
-		offset = c.handle(ctx, in, me, ups, offset)
+		var taken bool
+		if offset, taken = c.handle(ctx, in, me, ups, offset, &bo); taken {
+			bo.Reset()
+		}
 	}
 	return nil
 }
 
 // handle hands ups to in one by one and returns the offset after the last
-// one taken. A message the Door could not take stops the batch: after a
-// pause the same offset is polled again and Telegram hands it again.
-func (c *Connector) handle(ctx context.Context, in chat.Inbox, me *models.User, ups []*models.Update, offset int64) int64 {
+// one taken, and whether all were. A message the Door could not take stops
+// the batch: after a pause (bo's next) the same offset is polled again and
+// Telegram hands it again.
+func (c *Connector) handle(ctx context.Context, in chat.Inbox, me *models.User, ups []*models.Update, offset int64,
+	bo *backoff.Backoff) (int64, bool) {
 	for _, u := range ups {
 		if u.ID < offset {
 			continue // an old update a misbehaving server sent again
@@ -71,9 +75,9 @@ func (c *Connector) handle(ctx context.Context, in chat.Inbox, me *models.User, 
 		if err := c.dispatch(ctx, in, me, u); err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("telegram: the door could not take a message; it will be handed again", "update", u.ID, "err", err)
-				c.pause(ctx, err, 0)
+				c.pause(ctx, err, bo)
 			}
-			return offset
+			return offset, false
 		}
 		offset = u.ID + 1
 		if err := in.Advance(strconv.FormatInt(offset, 10)); err != nil {
@@ -82,7 +86,7 @@ func (c *Connector) handle(ctx context.Context, in chat.Inbox, me *models.User, 
 			c.log.Warn("telegram: could not store the update offset", "err", err)
 		}
 	}
-	return offset
+	return offset, true
 }
 
 // dispatch hands one update to in: a message, or a button press.
@@ -101,10 +105,9 @@ func (c *Connector) dispatch(ctx context.Context, in chat.Inbox, me *models.User
 }
 
 // pause waits after err: a 429's retry_after, minutes for a refused
-// token, else the doubled previous wait with jitter. It returns that wait.
-func (c *Connector) pause(ctx context.Context, err error, prev time.Duration) time.Duration {
-	next := min(max(2*prev, c.opts.MinBackoff), c.opts.MaxBackoff)
-	d := next/2 + rand.N(next/2+1)
+// token, else bo's next wait.
+func (c *Connector) pause(ctx context.Context, err error, bo *backoff.Backoff) {
+	d := bo.Next()
 	var retry *chat.RetryError
 	switch {
 	case errors.As(err, &retry):
@@ -114,7 +117,6 @@ func (c *Connector) pause(ctx context.Context, err error, prev time.Duration) ti
 	}
 	c.log.Warn("telegram: the Bot API failed; trying again", "err", err, "wait", d)
 	ctxsleep.Sleep(ctx, d)
-	return next
 }
 
 // apiReply is the Bot API's answer envelope.
