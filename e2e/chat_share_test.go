@@ -209,10 +209,40 @@ func idleRSS(b *testing.B, doors string, env []string) float64 {
 	os.WriteFile(cfg, []byte(yaml), 0o600)
 	p := spawn(b, dir, env, nil, "-addr", "127.0.0.1:0", "-data", "state", "-config", cfg)
 	p.await(b, 30*time.Second)
-	time.Sleep(3 * time.Second) // connected, synced, idle
+	doorsUp(b, p.url)
+	// Running and no failure reported is not yet connected (a Matrix
+	// login, a first long poll): they get a moment to, then it is idle.
+	time.Sleep(2 * time.Second)
 	rss := rssMB(b, p.cmd.Process.Pid)
 	p.cmd.Process.Kill()
 	<-p.exited
 	p.exited <- nil
 	return rss
+}
+
+// doorsUp waits until every chat door of the server at url runs and has
+// reported no failure (/api/session), for up to 30 s.
+func doorsUp(b *testing.B, url string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var s struct {
+			Doors []struct{ Running, Healthy bool }
+		}
+		resp, err := http.Get(url + "/api/session")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&s)
+			resp.Body.Close()
+		}
+		up := err == nil
+		for _, d := range s.Doors {
+			up = up && d.Running && d.Healthy
+		}
+		if up {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the chat doors are not up after 30 s: %+v, %v", s.Doors, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

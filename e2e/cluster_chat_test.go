@@ -58,10 +58,10 @@ func TestClusterChatDoorAcrossFailover(t *testing.T) {
 	answered()
 	cut := tg.Message(42, ann, "cut by the failover", nil)
 	msgs = append(msgs, cut)
-	tg.WaitFor(t, "the first streamed words", func() bool { _, ok := tg.ReplyTo(cut); return ok })
 	// Past the documented window (the post taken by Telegram, its id not
-	// yet recorded and replicated), while the reply still streams.
-	time.Sleep(300 * time.Millisecond)
+	// yet recorded and replicated), while the reply still streams: the
+	// first edit of the streamed post comes after its id was replicated.
+	tg.WaitFor(t, "the first edit of the streamed words", func() bool { m, ok := tg.ReplyTo(cut); return ok && m.Edits > 0 })
 	c.kill(h)
 	c.holderWithin(60 * time.Second)
 	answered()
