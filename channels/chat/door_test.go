@@ -134,7 +134,7 @@ func TestBusy(t *testing.T) {
 // TestResumeAfterStop: the door stops while a reply streams; the turn
 // ends meanwhile; a new door on the same data directory finishes the reply
 // by editing the message it posted — nothing posted twice. The message
-// handed again (the cursor not moved) is not run again.
+// handed again (the cursor not moved) is neither run nor answered again.
 func TestResumeAfterStop(t *testing.T) {
 	gate := testagent.NewGate()
 	s := chattest.Start(t, "", hub.Config{}, gate)
@@ -154,9 +154,14 @@ func TestResumeAfterStop(t *testing.T) {
 	if err := f.send(t, m); err != nil { // handed again
 		t.Fatal(err)
 	}
+	// A second reply to it would be posted at once (the session has its
+	// outcome); the next message's whole turn gives it time to show.
+	f.send(t, chat.Message{ID: "2", Chat: "c", From: "@ann", Text: "next", Direct: true})
+	gate.Release <- struct{}{}
+	chattest.Eventually(t, "the next reply", func() bool { _, texts, _ := f.snapshot(); return texts["m2"] == "reply to next" })
 	posts, _, _ := f.snapshot()
-	if len(posts) != 1 || len(s.Users()) != 1 {
-		t.Fatalf("%d posts, %d user events; want 1 and 1", len(posts), len(s.Users()))
+	if len(posts) != 2 || posts[1].ReplyTo != "2" || len(s.Users()) != 2 {
+		t.Fatalf("posts %+v, %d user events; want one reply each to 1 and 2", posts, len(s.Users()))
 	}
 }
 
