@@ -196,9 +196,13 @@ func (r *reply) follow(ctx context.Context, done <-chan hub.TurnOutcome) {
 	var text strings.Builder
 	var lastEdit time.Time
 	var flush <-chan time.Time
-	typing := time.NewTicker(max(d.lim.TypingEvery, time.Second))
-	defer typing.Stop()
-	r.typing(ctx)
+	var typing <-chan time.Time // nil: the platform has no indicator
+	if d.lim.TypingEvery > 0 {
+		t := time.NewTicker(d.lim.TypingEvery)
+		defer t.Stop()
+		typing = t.C
+		r.typing(ctx)
+	}
 	for {
 		select {
 		case f := <-r.frames:
@@ -217,7 +221,7 @@ func (r *reply) follow(ctx context.Context, done <-chan hub.TurnOutcome) {
 		case <-flush:
 			flush, lastEdit = nil, time.Now()
 			r.stream(ctx, text.String())
-		case <-typing.C:
+		case <-typing:
 			r.typing(ctx)
 		case out := <-done:
 			r.finish(ctx, out)
@@ -229,9 +233,7 @@ func (r *reply) follow(ctx context.Context, done <-chan hub.TurnOutcome) {
 }
 
 func (r *reply) typing(ctx context.Context) {
-	if r.d.lim.TypingEvery > 0 {
-		_ = r.d.conn.Typing(ctx, r.o.Chat) // a missing indicator is not worth a retry
-	}
+	_ = r.d.conn.Typing(ctx, r.o.Chat) // a missing indicator is not worth a retry
 }
 
 // stream shows the text so far in the reply's first message: posted on
